@@ -1,0 +1,41 @@
+# aecg-bench: `make setup` then `make test`. See README.md.
+SHELL := /bin/bash
+PY ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is pinned first so that sentence-transformers does not pull a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+# Benchmark data: the shared offline copy when present, else the user cache (downloads when online).
+export AECG_DATA_ROOT ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),$(HOME)/.cache/aecg_bench/data)
+export OMP_WAIT_POLICY ?= PASSIVE
+# CI=1 (set by .ci/run) adds the slow tier: embedded-model runs and simulators.
+PYTEST_MARKS := $(if $(CI),-m "slow or not slow",)
+
+.PHONY: setup test test-all lint smoke perf clean-results
+
+setup:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/python -m aecg_bench.doctor
+
+test:
+	$(BIN)/python -m pytest -q $(PYTEST_MARKS)
+
+test-all:
+	$(BIN)/python -m pytest -q -m "slow or not slow"
+
+lint:
+	$(BIN)/ruff check .
+
+smoke:
+	$(BIN)/python -m aecg_bench.run experiment=smoke
+	$(BIN)/python -m aecg_bench.run experiment_name=smoke benchmark=toy_tools memory=recorder
+
+perf:
+	$(BIN)/python scripts/perf/llm_overhead.py
+
+clean-results:
+	rm -rf results/*/ results/.cache results/.sweeps

@@ -1,0 +1,1 @@
+"""Benchmarks behind the Benchmark/Environment contract, one module or package each."""

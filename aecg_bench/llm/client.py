@@ -1,0 +1,323 @@
+"""The one client every model call in the project goes through.
+
+Agents, judges, distillers, verifiers, memory consolidation and user
+simulators all call `LLMClient.complete`, so caching, retries, concurrency
+limits and accounting apply to every token. Per call:
+
+    resolve role -> model spec; build the exact provider request; cache lookup
+    (hit: return, no provider call); else, under the model's concurrency
+    limit, call the provider with bounded retries (backoff + full jitter,
+    Retry-After honoured); reject empty output as a transient failure; store;
+    account usage and dollars per role and per model.
+
+A view made by `with_context` shares providers, cache and limits but carries
+its own seed, scope and usage meters (one per sample), so records say exactly
+what each sample cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aecg_bench.errors import ConfigError, InfraError, unknown_choice
+from aecg_bench.llm import tool_emulation
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.pricing import cost_of, price_for
+from aecg_bench.llm.providers import (
+    LiteLLMProvider,
+    Provider,
+    ProviderResult,
+    Request,
+    TransientProviderError,
+)
+from aecg_bench.llm.spec import ModelSpec, RetryPolicy
+from aecg_bench.llm.usage import Usage, UsageMeter
+from aecg_bench.types import ToolCall
+
+# Spec options that change how a call is transported, not what it returns.
+_TRANSPORT_OPTIONS = frozenset({"n_threads"})
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    cost: float  # dollars this output is worth at list price (also when served from cache)
+    cached: bool
+    latency: float
+    model: str  # model label that served the call
+    role: str
+    finish_reason: str
+    key: str
+    retries: int = 0
+
+
+class _Shared:
+    """State shared by every view of one client: specs, providers, cache, limits."""
+
+    def __init__(
+        self,
+        models: dict[str, ModelSpec],
+        roles: dict[str, str],
+        cache: ResponseCache,
+        retry: RetryPolicy,
+        providers: dict[str, Provider] | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.models = models
+        self.roles = roles
+        self.cache = cache
+        self.retry = retry
+        self.sleep = sleep
+        if providers is None:
+            from aecg_bench.llm.mock import MockProvider
+
+            providers = {"litellm": LiteLLMProvider(), "mock": MockProvider()}
+        self.providers = providers
+        self.limits = {label: threading.BoundedSemaphore(spec.max_concurrency) for label, spec in models.items()}
+        self.prices = {label: price_for(spec) for label, spec in models.items()}
+
+
+class LLMClient:
+    def __init__(
+        self,
+        models: dict[str, ModelSpec],
+        roles: dict[str, str],
+        cache: ResponseCache | None = None,
+        retry: RetryPolicy | None = None,
+        *,
+        providers: dict[str, Provider] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        seed: int = 0,
+        scope: str = "",
+        meters: Sequence[UsageMeter] = (),
+    ) -> None:
+        for role, label in roles.items():
+            if label not in models:
+                raise unknown_choice(f"model for role {role!r}", label, models)
+        self._shared = _Shared(
+            models,
+            roles,
+            cache if cache is not None else ResponseCache(None, "off"),
+            retry or RetryPolicy(),
+            providers,
+            sleep,
+        )
+        self.seed = seed
+        self.scope = scope
+        self.meters = tuple(meters)
+        self.sample_index = 0
+        self.temperature: float | None = None
+
+    # -- views ---------------------------------------------------------------
+
+    def with_context(
+        self,
+        *,
+        seed: int | None = None,
+        scope: str | None = None,
+        meter: UsageMeter | None = None,
+        sample_index: int | None = None,
+        temperature: float | None = None,
+    ) -> LLMClient:
+        """A view sharing providers, cache and limits, with its own seed, scope, usage meters
+        (added to the parent's), default sample index and default temperature (rollouts of
+        EDV's executors sample at their own temperature without the framework knowing)."""
+        view = object.__new__(LLMClient)
+        view._shared = self._shared
+        view.seed = self.seed if seed is None else seed
+        view.scope = self.scope if scope is None else scope
+        view.meters = (*self.meters, meter) if meter is not None else self.meters
+        view.sample_index = self.sample_index if sample_index is None else sample_index
+        view.temperature = self.temperature if temperature is None else temperature
+        return view
+
+    @property
+    def cache(self) -> ResponseCache:
+        return self._shared.cache
+
+    @property
+    def models(self) -> dict[str, ModelSpec]:
+        return self._shared.models
+
+    def model_for(self, role: str, model: str | None = None) -> ModelSpec:
+        """The spec serving `role` (or the explicit model label)."""
+        models, roles = self._shared.models, self._shared.roles
+        if model is not None:
+            if model not in models:
+                raise unknown_choice("model", model, models)
+            return models[model]
+        label = roles.get(role) or roles.get("default")
+        if label is None:
+            raise ConfigError(f"no model assigned to role {role!r} and no default; roles: {', '.join(sorted(roles))}")
+        return models[label]
+
+    # -- calls ---------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str = "agent",
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | None = None,
+        response_format: dict[str, Any] | None = None,
+        grammar: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        sample_index: int | None = None,
+        scope: str | None = None,
+    ) -> Completion:
+        spec = self.model_for(role, model)
+        sample_index = self.sample_index if sample_index is None else sample_index
+        temperature = self.temperature if temperature is None else temperature
+        request, emulated = self._build_request(
+            spec, messages, temperature, max_tokens, stop, response_format, grammar, tools, tool_choice
+        )
+        key = self.cache_key_for(spec, request, sample_index, scope)
+        start = time.perf_counter()
+        stored = self._shared.cache.get(key)
+        if stored is not None:
+            result, retries = _result_from_json(stored), 0
+        else:
+            result, retries = self._call_with_retries(spec, request, role)
+            self._shared.cache.put(key, spec.label, _result_to_json(result))
+        text, calls = result.text, result.tool_calls
+        if emulated:
+            text, calls = tool_emulation.parse(result.text)
+        cost = cost_of(self._shared.prices[spec.label], result.usage)
+        for meter in self.meters:
+            meter.add(
+                role=role,
+                model=spec.label,
+                usage=result.usage,
+                cost=cost,
+                cache_hit=stored is not None,
+                retries=retries,
+            )
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            usage=result.usage,
+            cost=cost,
+            cached=stored is not None,
+            latency=time.perf_counter() - start,
+            model=spec.label,
+            role=role,
+            finish_reason=result.finish_reason,
+            key=key,
+            retries=retries,
+        )
+
+    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Completion:
+        """Async form for async frameworks (AutoGen); runs the sync path in a worker thread."""
+        return await asyncio.to_thread(self.complete, messages, **kwargs)
+
+    def cache_key_for(self, spec: ModelSpec, request: Request, sample_index: int, scope: str | None) -> str:
+        from aecg_bench.llm.cache import cache_key
+
+        return cache_key(
+            {
+                "provider": spec.provider,
+                "model": spec.model,
+                "api_base": spec.api_base,
+                "options": {k: v for k, v in spec.options.items() if k not in _TRANSPORT_OPTIONS},
+                "messages": request.messages,
+                "tools": request.tools,
+                "params": request.params,
+                "seed": self.seed,
+                "sample_index": sample_index,
+                "scope": self.scope if scope is None else scope,
+            }
+        )
+
+    # -- internals -----------------------------------------------------------
+
+    def _build_request(
+        self,
+        spec: ModelSpec,
+        messages: list[dict[str, Any]],
+        temperature: float | None,
+        max_tokens: int | None,
+        stop: list[str] | None,
+        response_format: dict[str, Any] | None,
+        grammar: str | None,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | dict[str, Any] | None,
+    ) -> tuple[Request, bool]:
+        if not messages:
+            raise ValueError("complete() needs at least one message")
+        msgs = [dict(m) for m in messages]
+        emulated = bool(tools) and not spec.native_tools
+        if emulated:
+            assert tools is not None
+            msgs, response_format = tool_emulation.emulate(msgs, tools)
+            tools, tool_choice = None, None
+        params: dict[str, Any] = {
+            "temperature": spec.temperature if temperature is None else temperature,
+            "max_tokens": spec.max_tokens if max_tokens is None else max_tokens,
+            "seed": self.seed,
+        }
+        if stop:
+            params["stop"] = list(stop)
+        if response_format:
+            params["response_format"] = response_format
+        if grammar and spec.grammar:  # a decoding aid: dropped where the server has no grammars
+            params["grammar"] = grammar
+        if tool_choice is not None and tools:
+            params["tool_choice"] = tool_choice
+        return Request(messages=msgs, params=params, tools=list(tools) if tools else None), emulated
+
+    def _call_with_retries(self, spec: ModelSpec, request: Request, role: str) -> tuple[ProviderResult, int]:
+        policy = self._shared.retry
+        provider = self._shared.providers[spec.provider]
+        last_error = ""
+        for attempt in range(policy.max_attempts):
+            try:
+                with self._shared.limits[spec.label]:
+                    result = provider(spec, request)
+                if not result.text.strip() and not result.tool_calls:
+                    raise TransientProviderError("empty output")
+                return result, attempt
+            except TransientProviderError as exc:
+                last_error = str(exc)
+                if attempt + 1 >= policy.max_attempts:
+                    break
+                self._shared.sleep(_backoff(policy, attempt, exc.retry_after))
+        for meter in self.meters:
+            meter.add_error(role=role, model=spec.label, retries=policy.max_attempts - 1)
+        raise InfraError(f"model {spec.label!r} failed {policy.max_attempts} times; last error: {last_error}")
+
+
+def _backoff(policy: RetryPolicy, attempt: int, retry_after: float | None) -> float:
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), policy.max_retry_after_s)
+    ceiling = min(policy.max_delay_s, policy.base_delay_s * (2**attempt))
+    return random.uniform(0, ceiling)  # full jitter: spreads retries of concurrent callers
+
+
+def _result_to_json(result: ProviderResult) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in result.tool_calls],
+        "usage": [result.usage.input_tokens, result.usage.output_tokens, result.usage.cached_tokens],
+        "finish_reason": result.finish_reason,
+    }
+
+
+def _result_from_json(d: dict[str, Any]) -> ProviderResult:
+    return ProviderResult(
+        text=d["text"],
+        tool_calls=tuple(ToolCall(**c) for c in d.get("tool_calls", ())),
+        usage=Usage(*d["usage"]),
+        finish_reason=d.get("finish_reason", "stop"),
+    )

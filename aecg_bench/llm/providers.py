@@ -1,0 +1,178 @@
+"""Code paths that actually produce a model's output, and how their failures are classified.
+
+The client above them owns caching, retries, limits and accounting; a provider
+only turns one request into one `ProviderResult` or raises one of:
+`TransientProviderError` (retry: 429, 5xx, timeouts, connection errors,
+empty or malformed responses), `ContextLimitError` (the sample ends as
+`limit_exceeded`), `FatalProviderError` (auth, unknown model: stop the run,
+since every later call would fail the same way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from aecg_bench.llm.spec import ModelSpec
+from aecg_bench.llm.usage import Usage
+from aecg_bench.types import ToolCall
+
+
+@dataclass(frozen=True)
+class Request:
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]  # temperature, max_tokens, stop, seed, response_format, grammar, tool_choice
+    tools: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class ProviderResult:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+
+
+class TransientProviderError(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ContextLimitError(Exception):
+    """The prompt does not fit the model's context window."""
+
+
+class FatalProviderError(Exception):
+    """Retrying cannot help (bad key, unknown model, malformed request)."""
+
+
+class Provider:
+    def __call__(self, spec: ModelSpec, request: Request) -> ProviderResult:  # pragma: no cover
+        raise NotImplementedError
+
+
+class LiteLLMProvider(Provider):
+    """Any litellm model string, OpenAI-compatible servers, and the embedded local model."""
+
+    def __call__(self, spec: ModelSpec, request: Request) -> ProviderResult:
+        from aecg_bench.llm.litellm_setup import LOCAL_PROVIDER, import_litellm
+
+        litellm = import_litellm()
+        params = dict(request.params)
+        kwargs: dict[str, Any] = {
+            "model": spec.model,
+            "messages": request.messages,
+            "timeout": spec.timeout_s,
+            "num_retries": 0,  # the client retries, with its own policy and accounting
+            "max_retries": 0,
+        }
+        if spec.api_base:
+            kwargs["api_base"] = spec.api_base
+        if spec.api_key_env:
+            key = os.environ.get(spec.api_key_env)
+            if not key:
+                raise FatalProviderError(
+                    f"model {spec.label!r} reads its API key from ${spec.api_key_env}, which is not set"
+                )
+            kwargs["api_key"] = key
+        elif spec.api_base:
+            kwargs["api_key"] = "none"  # local servers accept any key; litellm insists on one
+        grammar = params.pop("grammar", None)
+        is_local = spec.model.startswith(LOCAL_PROVIDER + "/")
+        if grammar:
+            if is_local:
+                kwargs["grammar"] = grammar
+            else:  # llama.cpp and vLLM servers take a grammar in the request body
+                kwargs["extra_body"] = {"grammar": grammar}
+        if is_local:
+            kwargs.update({k: v for k, v in spec.options.items() if k in ("n_ctx", "n_threads")})
+        kwargs.update({k: v for k, v in params.items() if v is not None})
+        if request.tools:
+            kwargs["tools"] = request.tools
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:  # classified below; anything unknown is transient
+            raise classify_litellm_error(exc) from exc
+        return _parse_response(response)
+
+
+def _parse_response(response: Any) -> ProviderResult:
+    try:
+        choice = response.choices[0]
+        message = choice.message
+    except (AttributeError, IndexError, TypeError) as exc:
+        raise TransientProviderError(f"malformed response: {exc}") from exc
+    text = message.content or ""
+    calls = []
+    for tc in getattr(message, "tool_calls", None) or []:
+        raw_args = tc.function.arguments or "{}"
+        try:
+            args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+        except json.JSONDecodeError:
+            args = {"_unparsed": raw_args}
+        calls.append(ToolCall(name=tc.function.name, arguments=args, id=tc.id or ""))
+    usage = getattr(response, "usage", None)
+    cached = 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    if details is not None:
+        cached = getattr(details, "cached_tokens", 0) or 0
+    return ProviderResult(
+        text=text,
+        tool_calls=tuple(calls),
+        usage=Usage(
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cached_tokens=cached,
+        ),
+        finish_reason=getattr(choice, "finish_reason", None) or "stop",
+    )
+
+
+def classify_litellm_error(exc: Exception) -> Exception:
+    """Map litellm/openai exceptions to the three kinds the client acts on."""
+    import litellm
+
+    name = type(exc).__name__
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return ContextLimitError(str(exc)[:500])
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError | litellm.NotFoundError):
+        return FatalProviderError(f"{name}: {str(exc)[:300]}")
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, litellm.BadRequestError) and status == 400 and "json" not in str(exc).lower():
+        return FatalProviderError(f"{name}: {str(exc)[:300]}")
+    return TransientProviderError(f"{name} (status {status}): {str(exc)[:300]}", retry_after=retry_after_of(exc))
+
+
+def retry_after_of(exc: Exception) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, if the error carries one."""
+    headers: dict[str, str] = {}
+    for source in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        if source:
+            try:
+                headers.update({k.lower(): v for k, v in dict(source).items()})
+            except (TypeError, ValueError):
+                continue
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000.0
+        except ValueError:
+            pass
+    if "retry-after" in headers:
+        try:
+            return float(headers["retry-after"])
+        except ValueError:
+            from email.utils import parsedate_to_datetime
+
+            try:
+                import time
+
+                return max(parsedate_to_datetime(headers["retry-after"]).timestamp() - time.time(), 0.0)
+            except (TypeError, ValueError):
+                return None
+    return None

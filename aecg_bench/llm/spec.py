@@ -1,0 +1,54 @@
+"""How a model is reached: one `ModelSpec` per configured model label."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Price(BaseModel):
+    """Dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+class ModelSpec(BaseModel):
+    """A model as the config describes it.
+
+    `provider` says which code path serves it: `litellm` (any litellm model
+    string, OpenAI-compatible servers through `openai/<name>` + `api_base`, and
+    the embedded `local` model, registered as a litellm custom provider) or
+    `mock` (scripted outputs for tests; never a real score).
+    Secrets never live here: `api_key_env` names the environment variable.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str  # name used in configs, records and result paths
+    provider: Literal["litellm", "mock"] = "litellm"
+    model: str  # litellm model id, e.g. "openai/gpt-4.1-mini", "aecg-local/smollm2-135m-instruct"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    max_concurrency: int = Field(4, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    native_tools: bool = True  # False: tool calls are emulated with constrained JSON output
+    grammar: bool = False  # the server accepts GBNF grammars (llama.cpp); otherwise grammars are dropped
+    temperature: float = 0.0
+    max_tokens: int = Field(512, ge=1)
+    price: Price | None = None  # overrides the versioned price table
+    options: dict[str, Any] = Field(default_factory=dict)  # provider-specific (mock policy, n_ctx, ...)
+
+
+class RetryPolicy(BaseModel):
+    """Bounded exponential backoff with full jitter; Retry-After wins when given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(6, ge=1)
+    base_delay_s: float = Field(1.0, ge=0)
+    max_delay_s: float = Field(60.0, ge=0)
+    max_retry_after_s: float = Field(300.0, ge=0)

@@ -1,0 +1,1 @@
+"""Execute samples, write records, resume: from a config to a results directory."""

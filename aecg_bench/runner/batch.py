@@ -1,0 +1,260 @@
+"""Run a whole stream: resume, execute in order, record, snapshot, summarise.
+
+Resume is exact for everything that was flushed: the records file is the log
+of what the memory method saw, so a resumed run restores the newest memory
+snapshot and replays the memory-side effect of every later record (its
+rollouts come from the stored trajectories; memory-side LLM calls hit the
+cache) before continuing with the first item not done. A kill -9 at any point
+loses at most the item in flight, which is then run again.
+
+One deviation is inherent: an item that failed with an infra error is redone
+after the items that followed it, so its memory context includes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from aecg_bench.audit import AuditLog
+from aecg_bench.errors import ConfigError
+from aecg_bench.llm.usage import UsageMeter
+from aecg_bench.runner.build import RunPlan, environment_facts
+from aecg_bench.runner.execute import (
+    ItemResult,
+    ReplayRollout,
+    Services,
+    StreamItem,
+    apply_item,
+    episodes_from_json,
+    episodes_to_json,
+    execute_item,
+    is_fatal,
+    learns,
+)
+from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
+from aecg_bench.runner.progress import Progress
+from aecg_bench.runner.records import RunDir, done_positions, latest_by_position
+from aecg_bench.runner.tracking import Tracker
+from aecg_bench.types import Status
+
+log = logging.getLogger("aecg_bench.run")
+
+
+def item_seed(plan: RunPlan, item: StreamItem) -> int:
+    return derive_seed(plan.config.seed, plan.config.benchmark.name, item.sample.id, item.phase, item.epoch)
+
+
+def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, Any]:
+    """Execute (or resume) a run; returns the final run.json header."""
+    cfg = plan.config
+    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync)
+    rd.create()
+    redact = Redactor([s.api_key_env for s in services.llm.models.values() if s.api_key_env])
+    header = _open_header(rd, plan)
+    records = rd.records()
+    _restore_memory(rd, plan, services, audit, records)
+    done = done_positions(records)
+    attempts = Counter(r["position"] for r in records)
+    todo = [it for it in plan.stream if it.position not in done]
+    log.info("run %s: %d items, %d done, %d to run", plan.run_dir, len(plan.stream), len(done), len(todo))
+    tracker = Tracker(cfg, header, plan.run_dir, redact)
+    progress = Progress(
+        total=len(plan.stream),
+        done=len(done),
+        enabled=cfg.runtime.progress,
+        desc=f"{cfg.benchmark.tag}/{cfg.framework.tag}/{cfg.memory.tag} s{cfg.seed}",
+    )
+    progress.seed_from(latest_by_position(records).values())
+    n_records = len(records)
+    try:
+        for item in todo:
+            record = _run_item(plan, services, audit, rd, item, attempts[item.position] + 1, redact)
+            n_records += 1
+            if n_records % cfg.protocol.snapshot_every == 0 or _phase_ends(plan, item):
+                rd.write_snapshot(n_records, audit.seq, services.memory.state_dict())
+            progress.update(record)
+            tracker.log(record)
+    finally:
+        progress.close()
+        audit.close()
+    if todo:
+        rd.write_snapshot(n_records, audit.seq, services.memory.state_dict())
+    final = summarise(rd, plan, header)
+    tracker.finish(final)
+    services.benchmark.close()
+    return final
+
+
+def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
+    existing = rd.read_header()
+    if existing is None:
+        header = {**plan.header, "started_at": time.time()}
+        rd.write_header(header)
+        return header
+    if existing["identity"]["hash"] != plan.header["identity"]["hash"]:
+        diff = config_diff(existing["identity"], plan.header["identity"])
+        if not plan.config.runtime.allow_config_change:
+            raise ConfigError(
+                f"{rd.path} holds a run with a different configuration; rerun with "
+                f"runtime.allow_config_change=true to continue it anyway, or change experiment_name.\n{diff}"
+            )
+        log.warning("continuing %s under a changed configuration:\n%s", rd.path, diff)
+        existing.setdefault("config_changes", []).append({"at": time.time(), "diff": diff})
+    existing.setdefault("resumes", []).append({"at": time.time(), "git_commit": environment_facts()["git_commit"]})
+    existing["status"] = "running"
+    rd.write_header(existing)
+    return existing
+
+
+def _restore_memory(
+    rd: RunDir, plan: RunPlan, services: Services, audit: AuditLog, records: list[dict[str, Any]]
+) -> None:
+    """Newest snapshot, then the memory-side effect of every later record, in record order."""
+    snap = rd.latest_snapshot(len(records))
+    start = 0
+    if snap is not None:
+        services.memory.load_state_dict(snap.state)
+        audit.truncate_to(snap.audit_seq)
+        start = snap.records_seq
+    else:
+        audit.truncate_to(0)
+    by_position = {it.position: it for it in plan.stream}
+    replayed = 0
+    for rec in records[start:]:
+        item = by_position.get(rec["position"])
+        if item is None:
+            continue
+        if rec.get("learned"):
+            stored = episodes_from_json(rd.read_trajectory(rec["position"], rec["attempt"])["episodes"])
+            _bind_memory_llm(services, audit, item, rec["seed"], UsageMeter())
+            apply_item(services.memory, item, ReplayRollout(stored), services.protocol)
+            replayed += 1
+        if rec.get("maintain_round") is not None:
+            services.memory.maintain(rec["maintain_round"])
+    if replayed:
+        log.info(
+            "replayed the memory effect of %d records after snapshot %s", replayed, snap.path.name if snap else "none"
+        )
+
+
+def _bind_memory_llm(services: Services, audit: AuditLog, item: StreamItem, seed: int, meter: UsageMeter) -> None:
+    """Memory-side calls of this item: its seed (so cache keys replay) and its usage meter."""
+    services.memory.services.llm = services.llm.with_context(seed=seed, meter=meter, scope="memory")
+    audit.context = {"position": item.position, "sample_id": item.sample.id, "phase": item.phase}
+
+
+def _run_item(
+    plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, item: StreamItem, attempt: int, redact: Redactor
+) -> dict[str, Any]:
+    seed = item_seed(plan, item)
+    meter = UsageMeter()
+    _bind_memory_llm(services, audit, item, seed, meter)
+    llm = services.llm.with_context(seed=seed, meter=meter)
+    started = time.time()
+    result = execute_item(services, item, seed, llm)
+    maintain_round, maintain_error = None, ""
+    every = plan.config.protocol.maintain_every
+    if result.status != Status.INFRA_ERROR and learns(item, services.protocol) and (item.position + 1) % every == 0:
+        maintain_round = (item.position + 1) // every
+        try:
+            services.memory.maintain(maintain_round)
+        except Exception as exc:  # a failed consolidation must not lose the sample
+            if is_fatal(exc):
+                raise
+            maintain_round, maintain_error = None, f"maintain failed: {type(exc).__name__}: {exc}"
+            log.warning("%s", maintain_error)
+    rd.write_trajectory(item.position, attempt, redact.deep({"episodes": episodes_to_json(result.episodes)}))
+    record = make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error)
+    record = redact.deep(record)
+    rd.append_record(record)
+    return record
+
+
+def make_record(
+    item: StreamItem,
+    attempt: int,
+    seed: int,
+    result: ItemResult,
+    meter: UsageMeter,
+    services: Services,
+    started: float,
+    maintain_round: int | None,
+    maintain_error: str,
+) -> dict[str, Any]:
+    score = result.final[1] if result.final else None
+    traj = result.final[0].trajectory if result.final else None
+    outcome = result.final[0].outcome if result.final else None
+    return {
+        "position": item.position,
+        "attempt": attempt,
+        "sample_id": item.sample.id,
+        "phase": item.phase,
+        "epoch": item.epoch,
+        "task_type": item.sample.task.task_type,
+        "difficulty": item.sample.task.metadata.get("difficulty"),
+        "seed": seed,
+        "status": str(result.status),
+        "success": None if score is None else bool(score.success),
+        "value": None if score is None else float(score.value),
+        "metrics": {} if score is None else dict(score.metrics),
+        "label": None if outcome is None else {"success": outcome.success, "source": outcome.source},
+        "error": result.error[:4000],
+        "steps": len(traj.steps) if traj else 0,
+        "invalid_actions": traj.invalid_actions if traj else 0,
+        "decisions": len(traj.decisions) if traj else 0,
+        "recalled_memory_ids": traj.recalled_memory_ids() if traj else [],
+        "n_rollouts": len(result.episodes),
+        "learned": result.learned,
+        "maintain_round": maintain_round,
+        "maintain_error": maintain_error,
+        "usage": meter.to_dict(),
+        "memory_stats": services.memory.stats(),
+        "started_at": started,
+        "seconds": round(result.seconds, 4),
+    }
+
+
+def _phase_ends(plan: RunPlan, item: StreamItem) -> bool:
+    nxt = item.position + 1
+    return nxt >= len(plan.stream) or plan.stream[nxt].phase != item.phase
+
+
+def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, Any]:
+    """Final counts, usage and cost from the latest record of each position."""
+    latest = latest_by_position(rd.records())
+    statuses = Counter(r["status"] for r in latest.values())
+    evals = [r for r in latest.values() if r["phase"] == "eval"]
+    total = UsageMeter()
+    for r in latest.values():
+        total.load_state_dict([{"role": role, "model": "-", **row} for role, row in r["usage"]["by_role"].items()])
+    totals = total.total()
+    missing = len(plan.stream) - len(latest)
+    complete = missing == 0 and statuses.get(Status.INFRA_ERROR, 0) == 0
+    ok_evals = [r for r in evals if r["status"] != Status.INFRA_ERROR]
+    final = {
+        **header,
+        "status": "complete" if complete else "incomplete",
+        "finished_at": time.time(),
+        "counts": {"items": len(plan.stream), "recorded": len(latest), "missing": missing, **statuses},
+        "eval": {
+            "n": len(evals),
+            "scored": len(ok_evals),
+            "success_rate": (sum(bool(r["success"]) for r in ok_evals) / len(ok_evals)) if ok_evals else None,
+            "mean_value": (sum(r["value"] or 0.0 for r in ok_evals) / len(ok_evals)) if ok_evals else None,
+        },
+        "usage": {"total": totals, "by_role": total.by_role()},
+        "cost": totals["cost"],
+        "cache_hit_rate": (totals["cache_hits"] / totals["calls"]) if totals["calls"] else None,
+        "failures": {
+            "infra_error": statuses.get(Status.INFRA_ERROR, 0),
+            "model_error": statuses.get(Status.MODEL_ERROR, 0),
+            "limit_exceeded": statuses.get(Status.LIMIT_EXCEEDED, 0),
+            "provider_errors": totals["errors"],
+            "retries": totals["retries"],
+        },
+    }
+    rd.write_header(final)
+    return final

@@ -1,0 +1,196 @@
+"""From a validated config to the run's plan (identity, stream, paths) and its live components."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from aecg_bench import registry
+from aecg_bench.audit import AuditLog
+from aecg_bench.benchmarks.data import data_root
+from aecg_bench.contracts import Benchmark, MemoryServices
+from aecg_bench.errors import ConfigError
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.client import LLMClient
+from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
+from aecg_bench.runner.config import RunConfig
+from aecg_bench.runner.execute import Protocol, Services, StreamItem
+from aecg_bench.runner.identity import results_dir, scrub, stable_hash
+
+PACKAGES = (
+    "aecg-bench",
+    "litellm",
+    "hydra-core",
+    "autogen-agentchat",
+    "llama-cpp-python",
+    "scienceworld",
+    "sentence-transformers",
+    "torch",
+    "numpy",
+    "pandas",
+)
+
+
+@dataclass
+class RunPlan:
+    config: RunConfig
+    run_dir: Path
+    stream: list[StreamItem]
+    header: dict[str, Any]
+
+
+def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
+    """The ordered items of a run: build items (if any), then warm-up and eval items."""
+    p = cfg.protocol
+    splits = benchmark.splits()
+    for split in {p.split, *([p.build_split] if p.mode == "build_then_freeze" else [])}:
+        if split not in splits:
+            raise ConfigError(f"benchmark {benchmark.name!r} has no split {split!r}; valid splits: {', '.join(splits)}")
+    items: list[StreamItem] = []
+    if p.mode == "build_then_freeze":
+        build = benchmark.samples(p.build_split)
+        for epoch in range(p.build_epochs):
+            items += [StreamItem(len(items) + i, "build", s, epoch) for i, s in enumerate(build)]
+    evals = benchmark.samples(p.split)
+    if p.limit is not None:
+        evals = evals[: p.limit]
+    n_warm = round(len(evals) * p.warmup_fraction)
+    for i, s in enumerate(evals):
+        items.append(StreamItem(len(items), "warmup" if i < n_warm else "eval", s))
+    ids = [it.sample.id for it in items]
+    if len(set(zip(ids, (it.phase for it in items), (it.epoch for it in items), strict=True))) != len(items):
+        raise ConfigError(f"benchmark {benchmark.name!r} yields duplicate sample ids in one phase")
+    return items
+
+
+def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
+    cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
+    cache = ResponseCache(cache_path if cfg.runtime.cache.mode != "off" else None, cfg.runtime.cache.mode)
+    return LLMClient(cfg.model.specs(), dict(cfg.model.roles), cache, cfg.runtime.retry)
+
+
+def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
+    root = Path(cfg.runtime.results_root)
+    benchmark_cls = registry.resolve("benchmark", cfg.benchmark.name)
+    benchmark = benchmark_cls(cfg.benchmark.params, data_dir=data_root(cfg.runtime.data_root) / cfg.benchmark.name)
+    framework = registry.build("framework", cfg.framework.name, cfg.framework.params)
+    llm = build_llm(cfg, root / ".cache")
+    run_dir = results_dir(
+        root,
+        experiment=cfg.experiment_name,
+        benchmark=cfg.benchmark.tag,
+        framework=cfg.framework.tag,
+        memory=cfg.memory.tag,
+        model=cfg.model.label,
+        seed=cfg.seed,
+    )
+    audit = AuditLog(run_dir / "memory" / "audit.jsonl")
+    embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
+    embedder = Embedder(cfg.embedder.backend, embed_cache)
+    memory = registry.build(
+        "memory",
+        cfg.memory.name,
+        cfg.memory.params,
+        services=MemoryServices(llm=llm, embedder=embedder, audit=audit, seed=cfg.seed),
+    )
+    stream = plan_stream(benchmark, cfg)
+    p = cfg.protocol
+    protocol = Protocol(
+        label_source=p.label_source,
+        retrieval=p.retrieval,
+        max_invalid_actions=p.max_invalid_actions,
+        learn_in_eval=p.mode == "online",
+    )
+    services = Services(
+        benchmark=benchmark,
+        framework=framework,
+        memory=memory,
+        llm=llm,
+        protocol=protocol,
+        env_cache_dir=root / ".cache" / "env" / cfg.benchmark.name,
+    )
+    header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
+    return RunPlan(cfg, run_dir, stream, header), services, audit
+
+
+def make_header(
+    cfg: RunConfig,
+    benchmark: Benchmark,
+    framework: dict[str, Any],
+    memory: dict[str, Any],
+    embedder: Embedder,
+    stream: list[StreamItem],
+    llm: LLMClient,
+) -> dict[str, Any]:
+    sample_list = [[it.phase, it.epoch, it.sample.id] for it in stream]
+    identity = {
+        "config": scrub(cfg.identity_config()),
+        "components": {"benchmark": benchmark.describe(), "framework": framework, "memory": memory},
+        "data_hashes": benchmark.data_hashes(),
+        "sample_list_hash": stable_hash(sample_list),
+        "embedder": embedder.describe(),
+    }
+    identity["hash"] = stable_hash(identity)
+    return {
+        "schema": 1,
+        "status": "running",
+        "labels": {
+            "experiment": cfg.experiment_name,
+            "benchmark": cfg.benchmark.tag,
+            "framework": cfg.framework.tag,
+            "memory": cfg.memory.tag,
+            "model": cfg.model.label,
+            "seed": cfg.seed,
+        },
+        "identity": identity,
+        "protocol": cfg.protocol.model_dump(),
+        "n_items": len(stream),
+        "n_eval": sum(it.phase == "eval" for it in stream),
+        "backends": benchmark.describe_backends(),
+        "models": {label: scrub(spec.model_dump()) for label, spec in llm.models.items()},
+        "roles": dict(cfg.model.roles),
+        "runtime": scrub(cfg.runtime.model_dump()),
+        "price_table_version": PRICE_TABLE_VERSION,
+        "environment": environment_facts(),
+    }
+
+
+def environment_facts() -> dict[str, Any]:
+    versions = {}
+    for pkg in PACKAGES:
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "git_commit": _git_commit(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -1,0 +1,117 @@
+"""The validated shape of a run's configuration (what Hydra composes).
+
+Validation happens once, before anything runs, so a bad value fails with one
+line naming the key, the value and the valid choices instead of failing an
+hour into a sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from aecg_bench.errors import unknown_choice
+from aecg_bench.llm.spec import ModelSpec, RetryPolicy
+from aecg_bench.params import validate_params
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ComponentConfig(_Strict):
+    name: str  # registered name
+    label: str | None = None  # results-path label for variants (e.g. an ablation); default = name
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        return self.label or self.name
+
+
+class ModelConfig(_Strict):
+    label: str  # results-path label of the model assignment
+    models: dict[str, dict[str, Any]]
+    roles: dict[str, str]
+
+    def specs(self) -> dict[str, ModelSpec]:
+        out = {}
+        for label, raw in self.models.items():
+            out[label] = validate_params(f"model {label!r}", ModelSpec, {"label": label, **raw})
+        for role, label in self.roles.items():
+            if label not in out:
+                raise unknown_choice(f"model for role {role!r}", label, out)
+        return out
+
+
+class ProtocolConfig(_Strict):
+    mode: Literal["online", "build_then_freeze"] = "online"
+    label_source: Literal["environment", "llm_judge", "none"] = "environment"
+    split: str = "test"
+    build_split: str = "train"
+    build_epochs: int = Field(1, ge=1)
+    warmup_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    retrieval: Literal["per_task", "per_decision"] = "per_task"
+    maintain_every: int = Field(10, ge=1)
+    snapshot_every: int = Field(10, ge=1)
+    max_invalid_actions: int = Field(3, ge=0)
+    limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
+
+
+class EmbedderConfig(_Strict):
+    backend: Literal["minilm", "lexical"] = "lexical"
+
+
+class CacheConfig(_Strict):
+    mode: Literal["off", "read_write", "read_only"] = "read_write"
+    path: str | None = None
+
+
+class WandbConfig(_Strict):
+    enabled: bool = False
+    mode: Literal["offline", "online", "disabled"] = "offline"
+    project: str = "aecg-bench"
+    entity: str | None = None
+
+
+class RuntimeConfig(_Strict):
+    """How the run executes; excluded from the run's identity."""
+
+    results_root: str = "results"
+    data_root: str | None = None
+    cache: CacheConfig = CacheConfig()
+    embed_cache: str | None = None
+    retry: RetryPolicy = RetryPolicy()
+    progress: bool = True
+    wandb: WandbConfig = WandbConfig()
+    allow_config_change: bool = False
+    fsync: bool = True
+    log_level: str = "INFO"
+
+
+class RunConfig(_Strict):
+    experiment_name: str = "default"
+    seed: int = 0
+    framework: ComponentConfig
+    benchmark: ComponentConfig
+    memory: ComponentConfig
+    model: ModelConfig
+    protocol: ProtocolConfig = ProtocolConfig()
+    embedder: EmbedderConfig = EmbedderConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
+
+    @model_validator(mode="after")
+    def _seed_non_negative(self) -> RunConfig:
+        if self.seed < 0:
+            raise ValueError("seed must be >= 0")
+        return self
+
+    def identity_config(self) -> dict[str, Any]:
+        """The parts of the config that define what is measured."""
+        return self.model_dump(exclude={"runtime"})
+
+
+def parse_run_config(raw: dict[str, Any]) -> RunConfig:
+    """Validate a composed config (Hydra's own keys dropped)."""
+    return validate_params("config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment")})

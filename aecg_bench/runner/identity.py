@@ -1,0 +1,86 @@
+"""A run's identity: what makes two runs the same run, and where it lives on disk.
+
+Identity = registered names + versions + parameters + models + seed + data
+hashes + the ordered sample list. Everything under `runtime` (paths, cache
+mode, progress bars, wandb) is excluded: it changes how a run is executed, not
+what it measures. The results directory is derived from the identity's labels,
+with no timestamps, so rerunning a command finds its own directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+SECRET_KEY = re.compile(r"(api_?key|token|secret|password|authorization)", re.I)
+_SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A per-sample seed from the run seed and the sample's identity, independent of scheduling."""
+    blob = ":".join([str(seed), *map(str, parts)]).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") % (2**31 - 1)
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+def safe_label(text: str) -> str:
+    """A label usable as one path component (model ids contain slashes)."""
+    return _SAFE.sub("_", text).strip("_") or "unnamed"
+
+
+def results_dir(
+    root: Path, *, experiment: str, benchmark: str, framework: str, memory: str, model: str, seed: int
+) -> Path:
+    parts = [experiment, benchmark, framework, memory, model]
+    return root.joinpath(*(safe_label(p) for p in parts), f"seed={seed}")
+
+
+def scrub(obj: Any) -> Any:
+    """Copy of a config with values under secret-looking keys replaced by '***'."""
+    if isinstance(obj, dict):
+        return {
+            k: ("***" if SECRET_KEY.search(str(k)) and not str(k).endswith("_env") else scrub(v))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [scrub(v) for v in obj]
+    return obj
+
+
+class Redactor:
+    """Removes secret values (the API keys a run can read) from any text it writes."""
+
+    def __init__(self, env_names: list[str] | None = None) -> None:
+        names = set(env_names or [])
+        names |= {k for k in os.environ if SECRET_KEY.search(k)}
+        self.secrets = sorted({os.environ[n] for n in names if len(os.environ.get(n, "")) >= 6}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def deep(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self(obj)
+        if isinstance(obj, dict):
+            return {k: self.deep(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.deep(v) for v in obj]
+        return obj
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Unified diff of two identity configs, for the 'config changed' refusal."""
+    a = json.dumps(old, sort_keys=True, indent=1).splitlines()
+    b = json.dumps(new, sort_keys=True, indent=1).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "recorded run.json", "this command", lineterm="", n=1))

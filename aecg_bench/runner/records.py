@@ -1,0 +1,130 @@
+"""The files a run writes, and how a resumed run reads them back.
+
+    run.json            header: identity, resolved config (scrubbed), versions, data
+                        hashes, protocol; final status, counts, usage, cost
+    samples.jsonl       one record per executed stream item, appended and fsynced
+                        as it finishes (the commit point of a sample)
+    trajectories/       per item: the episodes its rollouts produced (replay, rescoring)
+    memory/snapshot-*.json  memory state every N records (+ audit sequence)
+    memory/audit.jsonl  the memory method's audit log
+    run.log             log lines (secrets redacted)
+
+A record with status `infra_error` does not count as done: a rerun redoes it
+and appends a new record with a higher `attempt`; readers take the latest
+attempt per stream position.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aecg_bench.jsonl import append_jsonl, read_jsonl, repair, write_json_atomic
+from aecg_bench.types import Status
+
+RUN_JSON = "run.json"
+SAMPLES = "samples.jsonl"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    records_seq: int  # number of records in samples.jsonl when it was taken
+    audit_seq: int
+    state: dict[str, Any]
+    path: Path
+
+
+class RunDir:
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = path
+        self.fsync = fsync
+        self.trajectories = path / "trajectories"
+        self.memory_dir = path / "memory"
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / RUN_JSON
+
+    @property
+    def samples_file(self) -> Path:
+        return self.path / SAMPLES
+
+    @property
+    def audit_file(self) -> Path:
+        return self.memory_dir / "audit.jsonl"
+
+    def create(self) -> None:
+        for d in (self.path, self.trajectories, self.memory_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        repair(self.samples_file)
+        repair(self.audit_file)
+
+    # -- header --------------------------------------------------------------
+
+    def read_header(self) -> dict[str, Any] | None:
+        if not self.run_json.exists():
+            return None
+        return json.loads(self.run_json.read_text(encoding="utf-8"))
+
+    def write_header(self, header: dict[str, Any]) -> None:
+        write_json_atomic(self.run_json, header)
+
+    # -- records -------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.samples_file)
+
+    def append_record(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.samples_file, record, fsync=self.fsync)
+
+    # -- trajectories --------------------------------------------------------
+
+    def trajectory_path(self, position: int, attempt: int) -> Path:
+        return self.trajectories / f"{position:06d}-a{attempt}.json.gz"
+
+    def write_trajectory(self, position: int, attempt: int, payload: dict[str, Any]) -> Path:
+        path = self.trajectory_path(position, attempt)
+        tmp = path.with_name(path.name + ".tmp")
+        with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+            json.dump(payload, fh, sort_keys=True, ensure_ascii=False)
+        tmp.replace(path)
+        return path
+
+    def read_trajectory(self, position: int, attempt: int) -> dict[str, Any]:
+        with gzip.open(self.trajectory_path(position, attempt), "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+
+    # -- memory snapshots ----------------------------------------------------
+
+    def write_snapshot(self, records_seq: int, audit_seq: int, state: dict[str, Any]) -> Path:
+        path = self.memory_dir / f"snapshot-{records_seq:06d}.json"
+        write_json_atomic(path, {"records_seq": records_seq, "audit_seq": audit_seq, "state": state})
+        return path
+
+    def latest_snapshot(self, max_records_seq: int) -> Snapshot | None:
+        """The newest snapshot that covers no more records than exist (a snapshot is written
+        after its record, so a newer one can only exist if the record survived)."""
+        best: Snapshot | None = None
+        for path in sorted(self.memory_dir.glob("snapshot-*.json")):
+            seq = int(path.stem.split("-")[1])
+            if seq <= max_records_seq:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                best = Snapshot(data["records_seq"], data["audit_seq"], data["state"], path)
+        return best
+
+
+def latest_by_position(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The last attempt's record for every stream position."""
+    out: dict[int, dict[str, Any]] = {}
+    for rec in records:
+        pos = rec["position"]
+        if pos not in out or rec["attempt"] >= out[pos]["attempt"]:
+            out[pos] = rec
+    return out
+
+
+def done_positions(records: list[dict[str, Any]]) -> set[int]:
+    return {p for p, r in latest_by_position(records).items() if r["status"] != Status.INFRA_ERROR}

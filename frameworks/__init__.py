@@ -1,0 +1,1 @@
+"""Multi-agent framework adapters (single, AutoGen, MacNet, AgentNet) behind one contract."""

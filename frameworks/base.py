@@ -1,0 +1,282 @@
+"""What every framework adapter shares: decisions, memory in prompts, the environment loop.
+
+Every framework makes its LLM decisions through `Decider.decide`, which
+
+- recalls memory at the decision's scope (level, agent, role) through the
+  memory method, once per task or at every decision (`ctx.retrieval`),
+- puts recalled items into the prompt through the one formatter
+  (`format_memory`), so no framework phrases memory differently,
+- calls the LLM client (role `agent`; the model a router chose, if any),
+- appends a `DecisionNode` (level, agent, role, parents, recalled ids, prompt
+  hash, output, action) to the trajectory's decision graph.
+
+`EnvLoop` steps the environment, records each transition against the decision
+that caused it and enforces the limits: the task's step limit and a bound on
+consecutive unparsable outputs. No loop in a framework runs without a bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aecg_bench.contracts import AgentContext, Environment
+from aecg_bench.llm.client import Completion
+from aecg_bench.types import (
+    Action,
+    DecisionNode,
+    Level,
+    MemoryItem,
+    Observation,
+    RecallQuery,
+    Status,
+    Step,
+    Task,
+    Trajectory,
+)
+
+MEMORY_HEADER = "Relevant experience from earlier tasks (use it only where it applies):"
+
+
+def format_memory(items: list[MemoryItem]) -> str:
+    """The single way memory text enters a prompt, for every framework and method."""
+    if not items:
+        return ""
+    lines = [MEMORY_HEADER]
+    for item in items:
+        body = " ".join(item.text.split()) if len(item.text) < 400 else item.text.strip()
+        lines.append(f"- [{item.kind}] {body}")
+    return "\n".join(lines)
+
+
+def prompt_hash(messages: list[dict[str, Any]]) -> str:
+    blob = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def task_brief(task: Task) -> str:
+    """Task text plus how to act, as every framework states it."""
+    parts = [f"Task: {task.instruction.strip()}"]
+    if task.action_hint:
+        parts.append(task.action_hint.strip())
+    return "\n".join(parts)
+
+
+_PREFIX = re.compile(r"^\s*(?:action|command|next action|answer)\s*[:>\-]\s*", re.I)
+
+
+def parse_command(text: str) -> str | None:
+    """The action in a step-wise reply: the first non-empty line, minus 'Action:' style prefixes
+    and code fences. None when nothing usable remains."""
+    for raw in text.replace("```", "\n").splitlines():
+        line = _PREFIX.sub("", raw).strip().strip("`").strip()
+        if line.lower() in {"", "python", "text", "plaintext"}:
+            continue
+        return line
+    return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    node: DecisionNode
+    completion: Completion
+
+
+class Decider:
+    """Makes and records the LLM decisions of one task."""
+
+    def __init__(self, task: Task, ctx: AgentContext, trajectory: Trajectory) -> None:
+        self.task = task
+        self.ctx = ctx
+        self.trajectory = trajectory
+        self._per_task: dict[tuple[str, str, str], list[MemoryItem]] = {}
+
+    def recall(self, *, level: Level, agent: str, role: str, context: str = "", step: int = 0) -> list[MemoryItem]:
+        scope = (level, agent, role)
+        if self.ctx.retrieval == "per_task" and scope in self._per_task:
+            return self._per_task[scope]
+        items = self.ctx.memory.recall(
+            RecallQuery(task=self.task, level=level, agent=agent, role=role, context=context, step=step)
+        )
+        if self.ctx.retrieval == "per_task":
+            self._per_task[scope] = items
+        return items
+
+    def decide(
+        self,
+        *,
+        agent: str,
+        role: str,
+        level: Level,
+        system: str,
+        user: str = "",
+        history: list[dict[str, Any]] | None = None,
+        parents: tuple[str, ...] = (),
+        step: int | None = None,
+        use_memory: bool = True,
+        recall_context: str = "",
+        action: Action | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        llm_role: str = "agent",
+    ) -> Decision:
+        """Recall (at this decision's scope), prompt, call, record.
+
+        `history` is the chat so far (conversation mode); `user` is appended as
+        the final user turn when given. `action` is filled in by the caller via
+        `attach_action` once the output is parsed.
+        """
+        items: list[MemoryItem] = []
+        if use_memory:
+            items = self.recall(
+                level=level, agent=agent, role=role, context=recall_context or user[-2000:], step=step or 0
+            )
+        memory_text = format_memory(items)
+        system_text = f"{system}\n\n{memory_text}" if memory_text else system
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system_text}, *(history or [])]
+        if user:
+            messages.append({"role": "user", "content": user})
+        completion = self.ctx.llm.complete(
+            messages,
+            role=llm_role,
+            model=self.ctx.model if llm_role == "agent" else None,
+            tools=tools,
+            grammar=grammar or (self.task.action_grammar or None),
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+        node = DecisionNode(
+            id=f"d{len(self.trajectory.decisions)}",
+            agent=agent,
+            role=role,
+            level=level,
+            parents=tuple(parents),
+            recalled_memory_ids=tuple(i.id for i in items),
+            prompt_hash=prompt_hash(messages),
+            output=completion.text
+            if not completion.tool_calls
+            else json.dumps(
+                [{"name": c.name, "arguments": c.arguments} for c in completion.tool_calls], sort_keys=True
+            ),
+            action=action,
+            model=completion.model,
+            step=step,
+        )
+        self.trajectory.add_decision(node)
+        return Decision(node=node, completion=completion)
+
+    def attach_action(self, node: DecisionNode, action: Action) -> DecisionNode:
+        """Record the parsed action on a node (nodes are immutable, so it is replaced)."""
+        updated = DecisionNode(**{**node.__dict__, "action": action})
+        decisions = self.trajectory.decisions
+        decisions[decisions.index(node)] = updated
+        return updated
+
+
+class EnvLoop:
+    """Steps an environment for one task and enforces the limits."""
+
+    def __init__(
+        self, env: Environment, task: Task, trajectory: Trajectory, ctx: AgentContext, max_steps: int | None = None
+    ) -> None:
+        self.env = env
+        self.task = task
+        self.trajectory = trajectory
+        self.ctx = ctx
+        self.max_steps = min(task.max_steps, max_steps) if max_steps else task.max_steps
+        self.unparsable_in_row = 0
+        self.last: Observation | None = None
+
+    def reset(self) -> Observation:
+        self.last = self.env.reset()
+        self.trajectory.initial_observation = self.last.text
+        return self.last
+
+    @property
+    def steps_taken(self) -> int:
+        return len(self.trajectory.steps)
+
+    @property
+    def finished(self) -> bool:
+        return (self.last is not None and self.last.done) or self.trajectory.status != Status.OK or self.out_of_steps
+
+    @property
+    def out_of_steps(self) -> bool:
+        return self.steps_taken >= self.max_steps
+
+    def act(self, action: Action, decision_id: str | None) -> Observation:
+        obs = self.env.step(action)
+        self.trajectory.steps.append(
+            Step(index=self.steps_taken, action=action, observation=obs, decision_id=decision_id)
+        )
+        if not obs.valid:
+            self.trajectory.invalid_actions += 1
+        self.unparsable_in_row = 0
+        self.last = obs
+        if self.ctx.on_step is not None:
+            self.ctx.on_step(self.steps_taken)
+        return obs
+
+    def unparsable(self, output: str) -> bool:
+        """Count an output that gave no action; True when the bound is reached (sample ends)."""
+        self.unparsable_in_row += 1
+        self.trajectory.invalid_actions += 1
+        if self.unparsable_in_row > self.ctx.max_invalid_actions:
+            self.trajectory.status = Status.MODEL_ERROR
+            self.trajectory.error = f"{self.unparsable_in_row} unparsable outputs in a row; last: {output[:200]!r}"
+            return True
+        return False
+
+    def close_out(self) -> None:
+        """Mark a task that ran out of steps without finishing."""
+        if self.trajectory.status == Status.OK and not (self.last and self.last.done) and self.out_of_steps:
+            self.trajectory.status = Status.LIMIT_EXCEEDED
+            self.trajectory.error = f"step limit {self.max_steps} reached"
+
+
+def action_from_completion(task: Task, completion: Completion) -> Action | None:
+    """Turn a model reply into an action for the task's mode; None when unparsable."""
+    if task.mode == "conversation":
+        if completion.tool_calls:
+            return Action(kind="tool", tool_calls=completion.tool_calls)
+        text = completion.text.strip()
+        return Action(kind="message", text=text) if text else None
+    if task.mode == "answer":
+        text = completion.text.strip()
+        return Action(kind="answer", text=text) if text else None
+    command = parse_command(completion.text)
+    return Action(kind="command", text=command) if command else None
+
+
+def conversation_turns(action: Action, obs: Observation) -> list[dict[str, Any]]:
+    """Chat turns (OpenAI shape) that record one conversation step for the next prompt."""
+    if action.kind == "tool":
+        calls = [
+            {
+                "id": c.id or f"call_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments, sort_keys=True)},
+            }
+            for i, c in enumerate(action.tool_calls)
+        ]
+        turns: list[dict[str, Any]] = [{"role": "assistant", "content": "", "tool_calls": calls}]
+        results = obs.info.get("tool_results") or [{"content": obs.text}] * len(calls)
+        for call, res in zip(calls, results, strict=False):
+            turns.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "content": str(res.get("content", "")),
+                }
+            )
+        return turns
+    turns = [{"role": "assistant", "content": action.text}]
+    if obs.text:
+        turns.append({"role": "user", "content": obs.text})
+    return turns

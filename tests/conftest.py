@@ -1,0 +1,62 @@
+"""Shared fixtures: composed configs, mock clients, the shared benchmark data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aecg_bench.llm import LLMClient, ModelSpec
+from aecg_bench.llm.cache import ResponseCache
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("AECG_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _no_network_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a provider: litellm stays offline and no real key leaks in."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"shared benchmark data not found at {SHARED_DATA} (set AECG_SHARED_DATA)")
+    return SHARED_DATA
+
+
+def compose(overrides: list[str], results_root: Path, data_root: Path | None = None) -> dict[str, Any]:
+    """Compose the real Hydra config (as the CLI would) into a plain dict."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from aecg_bench.run import CONF_DIR
+
+    base = [f"runtime.results_root={results_root}", "runtime.progress=false", "runtime.fsync=false"]
+    if data_root is not None:
+        base.append(f"runtime.data_root={data_root}")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=[*base, *overrides])
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(raw, dict)
+    return raw
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[..., dict[str, Any]]:
+    def _make(*overrides: str, data_root: Path | None = None) -> dict[str, Any]:
+        return compose(list(overrides), tmp_path / "results", data_root)
+
+    return _make
+
+
+def mock_client(tmp_path: Path | None = None, *, mode: str = "off", **options: Any) -> LLMClient:
+    spec = ModelSpec(label="mock", provider="mock", model="mock/test", options=options)
+    cache = ResponseCache(tmp_path / "cache.sqlite" if tmp_path else None, mode)  # type: ignore[arg-type]
+    return LLMClient({"mock": spec}, {"default": "mock"}, cache)
