@@ -31,6 +31,15 @@ REGISTRY: dict[str, dict[str, str]] = {
     "memory": {
         "no_memory": "baselines.no_memory:NoMemory",
         "recorder": "aecg_bench.testing:RecorderMemory",
+        "aecg": "aecg_bench.aecg.method:AECGMemory",
+        "memorybank": "baselines.memorybank:MemoryBank",
+        "reasoningbank": "baselines.reasoningbank:ReasoningBank",
+        "g_memory": "baselines.g_memory:GMemory",
+        "conmem": "baselines.conmem:ConMem",
+        "macnet_m": "baselines.macnet_m:MacNetMemory",
+        "edv": "baselines.edv.method:EDVMemory",
+        "judge": "baselines.edv.judge:JudgeEnsemble",
+        "router": "baselines.edv.router:AbilityRouter",
     },
 }
 
