@@ -122,3 +122,13 @@ class RunConfig(_Strict):
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
     return validate_params("config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment")})
+
+
+def validate_components(cfg: RunConfig) -> None:
+    """Check each component's params against its schema without building it (no data, no model)."""
+    from aecg_bench import registry
+
+    for group in ("benchmark", "framework", "memory"):
+        comp: ComponentConfig = getattr(cfg, group)
+        cls = registry.resolve(group, comp.name)
+        validate_params(f"{group} {comp.name!r}", cls.Params, comp.params)
