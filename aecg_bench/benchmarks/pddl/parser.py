@@ -123,10 +123,10 @@ def _typed_list(items: list[SExpr], where: str) -> list[tuple[str, str]]:
 
 
 def _atom(expr: SExpr, where: str) -> Atom:
+    if isinstance(expr, list) and expr and expr[0] in ("and", "not", "or", "imply", "forall", "exists", "when", "="):
+        raise PddlError(f"{where}: unsupported construct {expr[0]!r} where an atom is required")
     if not isinstance(expr, list) or not expr or not all(isinstance(x, str) for x in expr):
         raise PddlError(f"{where}: expected an atom, got {expr!r}")
-    if expr[0] in ("and", "not", "or", "imply", "forall", "exists", "when", "="):
-        raise PddlError(f"{where}: unsupported construct {expr[0]!r} where an atom is required")
     return tuple(str(x) for x in expr)
 
 
