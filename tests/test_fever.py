@@ -161,7 +161,7 @@ def test_params_are_consistent():
 def test_missing_or_tampered_data_is_refused_clearly(tmp_path, shared_data):
     data = tmp_path / "fever"
     data.mkdir()
-    with pytest.raises(DataError, match="fever.ai"):
+    with pytest.raises(DataError, match=r"fever\.ai"):
         FeverBenchmark({"download": False}, data_dir=data).samples()
     copy = data / "paper_dev.jsonl"
     shutil.copyfile(shared_data / "fever" / "paper_dev.jsonl", copy)

@@ -121,9 +121,7 @@ def test_parser_is_strict_and_tyreworld_needs_its_documented_normalisation(share
 
 def test_observations_and_valid_actions_read_as_agentboard(bench, samples):
     env = bench.make_env(samples["blockworld-problem1"], None)  # type: ignore[arg-type]
-    assert env.reset().text == (
-        "B1 is on the table. B2 is on b3. B3 is on b1. The b2 is clear. Your arm is empty."
-    )
+    assert env.reset().text == ("B1 is on the table. B2 is on b3. B3 is on b1. The b2 is clear. Your arm is empty.")
     obs = act(env, "check valid actions")
     assert obs.valid and obs.text == "Valid actions are: Unstack b2 from b3., check valid actions"
     obs = act(env, "Unstack b2 from b3.")
@@ -215,7 +213,11 @@ def _run_dir(final: dict) -> RunDir:
 @pytest.mark.slow
 def test_local_model_runs_two_problems_through_the_single_framework(make_config, shared_data):
     cfg = make_config(
-        "benchmark=pddl", "framework=single", "model=local", "protocol.limit=2", "benchmark.params.max_steps=6",
+        "benchmark=pddl",
+        "framework=single",
+        "model=local",
+        "protocol.limit=2",
+        "benchmark.params.max_steps=6",
         data_root=shared_data,
     )
     final = run_from_config(cfg)

@@ -15,8 +15,8 @@ Environment: `env.PddlEnv` (AgentBoard's observations, meta-actions, messages
 and metrics) over a STRIPS engine (`engine.World`) fed by a strict parser. One
 normalisation, in `SIGNATURE_OVERRIDES`: tyreworld declares `(in ?x - container
 ?y - obj)` but uses `in` as (object, container) everywhere, so the declaration
-is read as `(obj, container)`. Step limit 30 (AECG's setting; AgentBoard's
-default config uses 30 too).
+is read as `(obj, container)`. Step limit 30 (`max_num_steps` in AgentBoard's
+main evaluation config, which also fixes the domain order used here).
 
 Hyperparameters: `domains` (subset, order kept), `max_steps` (30), `download`.
 """
