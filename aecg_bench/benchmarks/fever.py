@@ -8,7 +8,7 @@ Modes:
 - `claim_only`: one answer per claim, no tools (the agent sees only the claim);
   the answer is read leniently (`normalize_label`: 'Finish[supports]', 'refuted.').
 - `react`: ReAct's Wikipedia environment (Yao et al., 2023; ysymyth/ReAct
-  `wikienv.py` + `wrappers.FeverWrapper`), which G-Memory reuses. Actions
+  `wikienv.py` + `wrappers.FeverWrapper`), the setup of G-Memory's FEVER runs. Actions
   `Search[entity]`, `Lookup[keyword]`, `Finish[label]`; observations as ReAct's:
   the first five sentences of a found page, "Could not find X. Similar: [...]."
   otherwise, "(Result i / n) sentence" for lookups, "No more results." when

@@ -112,16 +112,16 @@ class PddlBenchmark(Benchmark):
         return {p: PINS[p] for p in wanted}
 
     def samples(self, split: str = "test") -> list[Sample]:
-        rows = iter(self._annotations())
-        out: list[Sample] = []
-        for domain in DOMAINS:  # walk all domains: row k labels the k-th problem of the full sequence
-            for relpath in problem_files(domain):
-                row = next(rows, None)
-                if row is None:
-                    raise DataError(f"{ANNOTATIONS} has fewer rows than the {len(PINS) - 5} problems")
-                if domain in self.params.domains:
-                    out.append(self._sample(domain, relpath, row, split))
-        return out
+        rows = self._annotations()
+        problems = [(d, p) for d in DOMAINS for p in problem_files(d)]
+        if len(rows) != len(problems):
+            raise DataError(f"{ANNOTATIONS} has {len(rows)} rows for {len(problems)} problems")
+        # row k labels the k-th problem of the full sequence, whatever subset is selected
+        return [
+            self._sample(domain, relpath, row, split)
+            for (domain, relpath), row in zip(problems, rows, strict=True)
+            if domain in self.params.domains
+        ]
 
     def _sample(self, domain: str, relpath: str, row: dict, split: str) -> Sample:
         world = self.world(domain, relpath)

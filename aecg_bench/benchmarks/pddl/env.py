@@ -84,7 +84,7 @@ class PddlEnv(Environment):
         if parsed is None:
             return self._obs(UNPARSED, valid=False)
         ground = self.world.lookup(*parsed)
-        if ground is None or ground not in applicable:
+        if ground is None or not ground.pre <= self.state:
             return self._obs(INAPPLICABLE, valid=False)
         new = self.world.successor(self.state, ground)
         if new == self.state:
