@@ -210,7 +210,7 @@ def test_react_run_records_the_backend_and_caches_searches(make_config, shared_d
     assert header["backends"]["search"] == "local"
     assert header["backends"]["pages_sha256"] == sha256_of(pages_file)
     assert header["identity"]["data_hashes"]["pages:pages.jsonl"] == sha256_of(pages_file)
-    episode = rd.read_trajectory(1, 1)["episodes"][0]["episode"]
+    episode = rd.read_trajectory(1, 1)["rollouts"][0]["episode"]
     assert episode["trajectory"]["steps"][0]["observation"]["text"].startswith("Tilda Swinton is a Scottish actress.")
     cache = Path(final["runtime"]["results_root"]) / ".cache" / "env" / "fever" / "fever_search.sqlite"
     assert cache.exists()
