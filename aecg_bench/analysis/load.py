@@ -74,6 +74,8 @@ def _row(header: dict[str, Any], rec: dict[str, Any], run_dir: Path) -> dict[str
     for metric, value in rec.get("metrics", {}).items():
         row[f"metric_{metric}"] = value
     for role, u in usage.get("by_role", {}).items():
+        row[f"in_tokens_{role}"] = u["input_tokens"]
+        row[f"out_tokens_{role}"] = u["output_tokens"]
         row[f"tokens_{role}"] = u["input_tokens"] + u["output_tokens"]
         row[f"cost_{role}"] = u["cost"]
     return row

@@ -36,6 +36,15 @@ def compare_with_reference(ours: pd.DataFrame, reference: pd.DataFrame, keys: li
     return merged.sort_values(keys).reset_index(drop=True)
 
 
+def flat_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Multi-level column names joined with ' / ' (for Markdown and the terminal)."""
+    if not isinstance(table.columns, pd.MultiIndex):
+        return table
+    out = table.copy()
+    out.columns = [" / ".join(str(p) for p in col) for col in table.columns]
+    return out
+
+
 def write_table(
     table: pd.DataFrame, out_dir: Path, stem: str, *, caption: str = "", index: bool = True
 ) -> dict[str, Path]:
@@ -43,7 +52,7 @@ def write_table(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{stem}.csv", "md": out_dir / f"{stem}.md", "tex": out_dir / f"{stem}.tex"}
     table.to_csv(paths["csv"], index=index)
-    md = table.to_markdown(index=index)
+    md = flat_columns(table).to_markdown(index=index, disable_numparse=True)
     paths["md"].write_text((f"{caption}\n\n" if caption else "") + md + "\n", encoding="utf-8")
     latex = _latex(table, caption=caption, index=index)
     paths["tex"].write_text(latex, encoding="utf-8")
