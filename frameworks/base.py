@@ -351,6 +351,37 @@ def step_prompt(task: Task, traj: Trajectory, observation: str, window: int, not
     return "\n\n".join(lines)
 
 
+ACT_INSTRUCTIONS = {
+    "steps": "Reply with exactly one action on the first line, with no explanation.",
+    "answer": "Reply with the final answer only.",
+    "conversation": "Follow the task and policy; use the tools to read and change data, "
+    "and talk to the user in plain text.",
+}
+"""How an action-producing decision is asked to reply, by task mode (the same in every framework)."""
+
+
+def unparsable_note(task: Task, output: str) -> str:
+    """Feedback shown to the acting agent after a reply that gave no action, so a retry can differ."""
+    return f"Your previous reply could not be read as an action: {output[:200]!r}. {ACT_INSTRUCTIONS[task.mode]}"
+
+
+def render_chat(chat: Sequence[dict[str, Any]]) -> str:
+    """A conversation as plain text: one line per turn, tool calls and results spelled out."""
+    lines = []
+    for turn in chat:
+        role = turn.get("role")
+        if role == "assistant" and turn.get("tool_calls"):
+            calls = ", ".join(
+                f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in turn["tool_calls"]
+            )
+            lines.append(f"[agent calls] {calls}")
+        elif role == "tool":
+            lines.append(f"[tool {turn.get('name', '')}] {turn.get('content', '')}")
+        else:
+            lines.append(f"[{'agent' if role == 'assistant' else 'user'}] {turn.get('content', '')}")
+    return "\n".join(lines)
+
+
 def with_notes(system: str, notes: Sequence[tuple[str, str]], title: str = "Messages from your team") -> str:
     """A system prompt with teammates' messages (`(sender, text)`) appended in order.
 
@@ -388,11 +419,22 @@ class Transcript:
         if self.task.mode == "conversation":
             self.chat += conversation_turns(action, obs)
 
-    def view(self, note: str = "") -> dict[str, Any]:
-        """`user=` or `history=` keywords for `Decider.decide`."""
-        if self.task.mode == "conversation":
+    def view(self, note: str = "", *, acting: bool = True) -> dict[str, Any]:
+        """`user=` or `history=` keywords for `Decider.decide`.
+
+        A conversation is shown as the native chat to decisions that act in it
+        (they are offered the tools); decisions that only talk about it
+        (critics, routers) get it as text, so no tool turns reach a request
+        that offers no tools.
+        """
+        if self.task.mode != "conversation":
+            return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note)}
+        if acting:
             return {"history": list(self.chat)}
-        return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note)}
+        parts = ["Conversation so far:", render_chat(self.chat)]
+        if note:
+            parts.append(note)
+        return {"user": "\n\n".join(parts)}
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:

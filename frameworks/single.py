@@ -12,17 +12,11 @@ from pydantic import Field
 
 from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Task, Trajectory
-from frameworks.base import Decider, EnvLoop, Transcript, action_from_completion
+from frameworks.base import ACT_INSTRUCTIONS, Decider, EnvLoop, Transcript, action_from_completion
 
-SYSTEM = (
-    "You are an agent solving a task step by step. Reply with exactly one action on the first line, "
-    "with no explanation."
-)
-SYSTEM_ANSWER = "You are an agent solving a task. Reply with the final answer only."
-SYSTEM_CONVERSATION = (
-    "You are a service agent. Follow the task and policy; use the tools to read and change data, "
-    "and talk to the user in plain text."
-)
+SYSTEM = f"You are an agent solving a task step by step. {ACT_INSTRUCTIONS['steps']}"
+SYSTEM_ANSWER = f"You are an agent solving a task. {ACT_INSTRUCTIONS['answer']}"
+SYSTEM_CONVERSATION = f"You are a service agent. {ACT_INSTRUCTIONS['conversation']}"
 
 
 class SingleParams(Params):
