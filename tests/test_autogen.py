@@ -108,3 +108,11 @@ def test_bridge_counts_tokens_with_litellm_offline_and_selector_model_refuses():
     assert client.remaining_tokens(messages) > 1000
     with pytest.raises(RuntimeError, match="rule-based"):
         asyncio.run(client.create(messages))
+
+
+def test_runs_when_called_from_async_code():
+    async def caller():
+        return run_task(AutoGenFramework(), TOY, ToyEnv(2, 4, 8), oracle_llm())
+
+    traj = asyncio.run(caller())
+    assert traj.status == Status.OK and traj.steps[-1].observation.reward == 1.0

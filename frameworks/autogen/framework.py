@@ -10,6 +10,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from autogen_agentchat.agents import AssistantAgent
@@ -184,7 +185,12 @@ class AutoGenFramework(Framework):
     Params = AutoGenParams
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
-        return asyncio.run(self._run(task, env, ctx))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no event loop in this thread
+            return asyncio.run(self._run(task, env, ctx))
+        with ThreadPoolExecutor(max_workers=1) as pool:  # called from async code (a notebook): own loop, own thread
+            return pool.submit(asyncio.run, self._run(task, env, ctx)).result()
 
     async def _run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         p = self.params
