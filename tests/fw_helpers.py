@@ -23,10 +23,20 @@ _names = itertools.count()
 
 
 def scripted_llm(policy: Callable[[Request, ModelSpec], str | ProviderResult], **options: Any) -> LLMClient:
-    """A mock-model client answering with `policy`; one attempt, no backoff sleeps."""
+    """A mock-model client answering with `policy`."""
     name = f"test_policy_{next(_names)}"
     register_mock_policy(name, policy)
-    spec = ModelSpec(label="mock", provider="mock", model="mock/test", options={"policy": name, **options})
+    return _client({**options, "policy": name})
+
+
+def oracle_llm(**options: Any) -> LLMClient:
+    """The mock `oracle` (solves the toy benchmarks; `default` answers everything else)."""
+    return _client({**options, "policy": "oracle"})
+
+
+def _client(options: dict[str, Any]) -> LLMClient:
+    """One attempt per call and no backoff sleeps, so provider-failure tests are instant."""
+    spec = ModelSpec(label="mock", provider="mock", model="mock/test", options=options)
     return LLMClient(
         {"mock": spec},
         {"default": "mock"},
@@ -34,16 +44,6 @@ def scripted_llm(policy: Callable[[Request, ModelSpec], str | ProviderResult], *
         RetryPolicy(max_attempts=1),
         sleep=lambda _: None,
     )
-
-
-def oracle_llm(**options: Any) -> LLMClient:
-    return scripted_llm(lambda request, spec: _oracle(request, spec), **options)
-
-
-def _oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
-    from aecg_bench.llm.mock import _resolve_policy
-
-    return _resolve_policy("oracle")(request, spec)
 
 
 def system_of(request: Request) -> str:

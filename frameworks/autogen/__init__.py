@@ -24,7 +24,9 @@ Variants (`params.variant`, recorded in run.json through `describe()`):
   (bingreeky/GMemory, tasks/mas_workflow/autogen): a solver (level agent)
   proposes each action; when the proposal equals the last `stuck_repeats`
   (2) executed actions, a helper (level event: it takes over the step's
-  exchange) is asked instead and its action replaces the solver's.
+  exchange) is asked instead and its action replaces the solver's; the
+  helper is shown the solver's repeated proposal (G-Memory's sees the task
+  history only).
 
 Prompts: the role texts in `framework.py` (PLANNER, EXECUTOR, CRITIC, SOLVER,
 HELPER; SOLVER and HELPER paraphrase G-Memory's) plus `ACT_INSTRUCTIONS` for
