@@ -10,9 +10,18 @@ Every framework makes its LLM decisions through `Decider.decide`, which
 - appends a `DecisionNode` (level, agent, role, parents, recalled ids, prompt
   hash, output, action) to the trajectory's decision graph.
 
+`decide_many` makes several independent decisions concurrently (MacNet's
+nodes of one layer): recall and recording stay serial and in request order,
+so decision ids, the graph and memory's view never depend on thread timing.
+
 `EnvLoop` steps the environment, records each transition against the decision
 that caused it and enforces the limits: the task's step limit and a bound on
 consecutive unparsable outputs. No loop in a framework runs without a bound.
+
+`Transcript` is what every agent of every framework is shown of the
+environment (the step prompt, or the chat in a conversation), and
+`with_notes` is how teammates' messages enter a prompt, so frameworks differ
+in who decides what, not in how the task is presented.
 """
 
 from __future__ import annotations
@@ -20,7 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from aecg_bench.contracts import AgentContext, Environment
@@ -85,6 +96,44 @@ class Decision:
     completion: Completion
 
 
+@dataclass(frozen=True)
+class DecisionRequest:
+    """Everything one decision needs; `Decider.decide` takes the same fields as keywords.
+
+    `action_grammar=False` drops the task's action grammar for decisions whose
+    output is not an action (plans, critiques, routes). `framework_memory` is
+    the framework's own experience (AgentNet's pools): it is formatted by the
+    same formatter but is not memory-method recall, so its ids are not recorded
+    as recalled.
+    """
+
+    agent: str
+    role: str
+    level: Level
+    system: str
+    user: str = ""
+    history: list[dict[str, Any]] | None = None
+    parents: tuple[str, ...] = ()
+    step: int | None = None
+    use_memory: bool = True
+    recall_context: str = ""
+    action: Action | None = None
+    tools: list[dict[str, Any]] | None = None
+    grammar: str | None = None
+    action_grammar: bool = True
+    temperature: float | None = None
+    max_tokens: int | None = None
+    llm_role: str = "agent"
+    framework_memory: tuple[MemoryItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    request: DecisionRequest
+    messages: list[dict[str, Any]]
+    items: list[MemoryItem] = field(default_factory=list)
+
+
 class Decider:
     """Makes and records the LLM decisions of one task."""
 
@@ -105,67 +154,69 @@ class Decider:
             self._per_task[scope] = items
         return items
 
-    def decide(
-        self,
-        *,
-        agent: str,
-        role: str,
-        level: Level,
-        system: str,
-        user: str = "",
-        history: list[dict[str, Any]] | None = None,
-        parents: tuple[str, ...] = (),
-        step: int | None = None,
-        use_memory: bool = True,
-        recall_context: str = "",
-        action: Action | None = None,
-        tools: list[dict[str, Any]] | None = None,
-        grammar: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        llm_role: str = "agent",
-    ) -> Decision:
-        """Recall (at this decision's scope), prompt, call, record.
+    def decide(self, **fields: Any) -> Decision:
+        """Recall (at this decision's scope), prompt, call, record; keywords as in `DecisionRequest`.
 
         `history` is the chat so far (conversation mode); `user` is appended as
         the final user turn when given. `action` is filled in by the caller via
         `attach_action` once the output is parsed.
         """
+        prepared = self._prepare(DecisionRequest(**fields))
+        return self._record(prepared, self._complete(prepared))
+
+    def decide_many(self, requests: Sequence[DecisionRequest], max_workers: int = 1) -> list[Decision]:
+        """Independent decisions, LLM calls concurrent; recall and recording serial in request order."""
+        prepared = [self._prepare(r) for r in requests]
+        if max_workers <= 1 or len(prepared) <= 1:
+            completions = [self._complete(p) for p in prepared]
+        else:
+            with ThreadPoolExecutor(max_workers=min(max_workers, len(prepared))) as pool:
+                completions = list(pool.map(self._complete, prepared))
+        return [self._record(p, c) for p, c in zip(prepared, completions, strict=True)]
+
+    def _prepare(self, req: DecisionRequest) -> _Prepared:
         items: list[MemoryItem] = []
-        if use_memory:
-            items = self.recall(
-                level=level, agent=agent, role=role, context=recall_context or user[-2000:], step=step or 0
-            )
-        memory_text = format_memory(items)
-        system_text = f"{system}\n\n{memory_text}" if memory_text else system
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system_text}, *(history or [])]
-        if user:
-            messages.append({"role": "user", "content": user})
-        completion = self.ctx.llm.complete(
-            messages,
-            role=llm_role,
-            model=self.ctx.model if llm_role == "agent" else None,
-            tools=tools,
-            grammar=grammar or (self.task.action_grammar or None),
-            temperature=temperature,
-            max_tokens=max_tokens,
+        if req.use_memory:
+            context = req.recall_context or req.user[-2000:]
+            items = self.recall(level=req.level, agent=req.agent, role=req.role, context=context, step=req.step or 0)
+        memory_text = format_memory([*items, *req.framework_memory])
+        system_text = f"{req.system}\n\n{memory_text}" if memory_text else req.system
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system_text}, *(req.history or [])]
+        if req.user:
+            messages.append({"role": "user", "content": req.user})
+        return _Prepared(req, messages, items)
+
+    def _complete(self, prepared: _Prepared) -> Completion:
+        req = prepared.request
+        grammar = (req.grammar or self.task.action_grammar or None) if req.action_grammar else None
+        return self.ctx.llm.complete(
+            prepared.messages,
+            role=req.llm_role,
+            model=self.ctx.model if req.llm_role == "agent" else None,
+            tools=req.tools,
+            grammar=grammar,
+            temperature=req.temperature,
+            max_tokens=req.max_tokens,
         )
+
+    def _record(self, prepared: _Prepared, completion: Completion) -> Decision:
+        req = prepared.request
         node = DecisionNode(
             id=f"d{len(self.trajectory.decisions)}",
-            agent=agent,
-            role=role,
-            level=level,
-            parents=tuple(parents),
-            recalled_memory_ids=tuple(i.id for i in items),
-            prompt_hash=prompt_hash(messages),
+            agent=req.agent,
+            role=req.role,
+            level=req.level,
+            parents=tuple(dict.fromkeys(req.parents)),
+            recalled_memory_ids=tuple(i.id for i in prepared.items),
+            prompt_hash=prompt_hash(prepared.messages),
             output=completion.text
             if not completion.tool_calls
             else json.dumps(
                 [{"name": c.name, "arguments": c.arguments} for c in completion.tool_calls], sort_keys=True
             ),
-            action=action,
+            action=req.action,
             model=completion.model,
-            step=step,
+            step=req.step,
         )
         self.trajectory.add_decision(node)
         return Decision(node=node, completion=completion)
@@ -280,3 +331,112 @@ def conversation_turns(action: Action, obs: Observation) -> list[dict[str, Any]]
     if obs.text:
         turns.append({"role": "user", "content": obs.text})
     return turns
+
+
+def step_prompt(task: Task, traj: Trajectory, observation: str, window: int, note: str = "") -> str:
+    """The user turn of a step-wise or one-answer decision: task, recent steps, current observation.
+
+    The current observation comes last so that the latest state is what the
+    model reads right before it answers.
+    """
+    recent = traj.steps[-window:] if window else []
+    lines = [task_brief(task)]
+    if recent:  # the last step's observation is the current one, shown below
+        shown = [f"> {s.action.text}\n{s.observation.text}" for s in recent[:-1]]
+        lines.append("Recent steps:\n" + "\n".join([*shown, f"> {recent[-1].action.text}"]))
+    if note:
+        lines.append(note)
+    lines.append(f"Current observation:\n{observation}")
+    lines.append("Next action:")
+    return "\n\n".join(lines)
+
+
+ACT_INSTRUCTIONS = {
+    "steps": "Reply with exactly one action on the first line, with no explanation.",
+    "answer": "Reply with the final answer only.",
+    "conversation": "Follow the task and policy; use the tools to read and change data, "
+    "and talk to the user in plain text.",
+}
+"""How an action-producing decision is asked to reply, by task mode (the same in every framework)."""
+
+
+def unparsable_note(task: Task, output: str) -> str:
+    """Feedback shown to the acting agent after a reply that gave no action, so a retry can differ."""
+    return f"Your previous reply could not be read as an action: {output[:200]!r}. {ACT_INSTRUCTIONS[task.mode]}"
+
+
+def render_chat(chat: Sequence[dict[str, Any]]) -> str:
+    """A conversation as plain text: one line per turn, tool calls and results spelled out."""
+    lines = []
+    for turn in chat:
+        role = turn.get("role")
+        if role == "assistant" and turn.get("tool_calls"):
+            calls = ", ".join(
+                f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in turn["tool_calls"]
+            )
+            lines.append(f"[agent calls] {calls}")
+        elif role == "tool":
+            lines.append(f"[tool {turn.get('name', '')}] {turn.get('content', '')}")
+        else:
+            lines.append(f"[{'agent' if role == 'assistant' else 'user'}] {turn.get('content', '')}")
+    return "\n".join(lines)
+
+
+def with_notes(system: str, notes: Sequence[tuple[str, str]], title: str = "Messages from your team") -> str:
+    """A system prompt with teammates' messages (`(sender, text)`) appended in order.
+
+    Notes go into the system turn so a conversation's chat keeps its native
+    shape (tool calls, tool results, user turns) for every framework.
+    """
+    if not notes:
+        return system
+    body = "\n".join(f"[{sender}] {text.strip()}" for sender, text in notes)
+    return f"{system}\n\n{title}:\n{body}"
+
+
+class Transcript:
+    """What an agent is shown of the environment, the same in every framework.
+
+    Step-wise and one-answer tasks: one user turn from `step_prompt`.
+    Conversations: the chat so far in OpenAI shape (user turns, tool calls,
+    tool results), started with the task brief and the user's first message.
+    """
+
+    def __init__(self, task: Task, trajectory: Trajectory, window: int) -> None:
+        self.task = task
+        self.trajectory = trajectory
+        self.window = window
+        self.chat: list[dict[str, Any]] = []
+        self.observation = ""
+
+    def start(self, obs: Observation) -> None:
+        self.observation = obs.text
+        if self.task.mode == "conversation":
+            self.chat = [{"role": "user", "content": f"{task_brief(self.task)}\n\n{obs.text}"}]
+
+    def record(self, action: Action, obs: Observation) -> None:
+        self.observation = obs.text
+        if self.task.mode == "conversation":
+            self.chat += conversation_turns(action, obs)
+
+    def view(self, note: str = "", *, acting: bool = True) -> dict[str, Any]:
+        """`user=` or `history=` keywords for `Decider.decide`.
+
+        A conversation is shown as the native chat to decisions that act in it
+        (they are offered the tools); decisions that only talk about it
+        (critics, routers) get it as text, so no tool turns reach a request
+        that offers no tools.
+        """
+        if self.task.mode != "conversation":
+            return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note)}
+        if acting:
+            return {"history": list(self.chat)}
+        parts = ["Conversation so far:", render_chat(self.chat)]
+        if note:
+            parts.append(note)
+        return {"user": "\n\n".join(parts)}
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The task's tools in OpenAI shape (offered to decisions that may act in a conversation)."""
+        return [t.to_openai() for t in self.task.tools] or None

@@ -12,17 +12,11 @@ from pydantic import Field
 
 from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Task, Trajectory
-from frameworks.base import Decider, EnvLoop, action_from_completion, conversation_turns, task_brief
+from frameworks.base import ACT_INSTRUCTIONS, Decider, EnvLoop, Transcript, action_from_completion
 
-SYSTEM = (
-    "You are an agent solving a task step by step. Reply with exactly one action on the first line, "
-    "with no explanation."
-)
-SYSTEM_ANSWER = "You are an agent solving a task. Reply with the final answer only."
-SYSTEM_CONVERSATION = (
-    "You are a service agent. Follow the task and policy; use the tools to read and change data, "
-    "and talk to the user in plain text."
-)
+SYSTEM = f"You are an agent solving a task step by step. {ACT_INSTRUCTIONS['steps']}"
+SYSTEM_ANSWER = f"You are an agent solving a task. {ACT_INSTRUCTIONS['answer']}"
+SYSTEM_CONVERSATION = f"You are a service agent. {ACT_INSTRUCTIONS['conversation']}"
 
 
 class SingleParams(Params):
@@ -39,34 +33,22 @@ class SingleAgentFramework(Framework):
         traj = ctx.trajectory
         decider = Decider(task, ctx, traj)
         loop = EnvLoop(env, task, traj, ctx, self.params.max_steps)
+        transcript = Transcript(task, traj, self.params.history_window)
         obs = loop.reset()
-        history = [{"role": "user", "content": f"{task_brief(task)}\n\n{obs.text}"}]
-        tools = [t.to_openai() for t in task.tools] or None
+        transcript.start(obs)
         parents: tuple[str, ...] = ()
         while not loop.finished:
-            if task.mode == "conversation":
-                decision = decider.decide(
-                    agent="solver",
-                    role="actor",
-                    level="agent",
-                    system=SYSTEM_CONVERSATION,
-                    history=history,
-                    tools=tools,
-                    parents=parents,
-                    step=loop.steps_taken,
-                    recall_context=obs.text,
-                )
-            else:
-                decision = decider.decide(
-                    agent="solver",
-                    role="actor",
-                    level="agent",
-                    system=SYSTEM_ANSWER if task.mode == "answer" else SYSTEM,
-                    user=self._step_prompt(task, traj, obs.text),
-                    parents=parents,
-                    step=loop.steps_taken,
-                    recall_context=obs.text,
-                )
+            decision = decider.decide(
+                agent="solver",
+                role="actor",
+                level="agent",
+                system={"conversation": SYSTEM_CONVERSATION, "answer": SYSTEM_ANSWER}.get(task.mode, SYSTEM),
+                tools=transcript.tools if task.mode == "conversation" else None,
+                parents=parents,
+                step=loop.steps_taken,
+                recall_context=obs.text,
+                **transcript.view(),
+            )
             parents = (decision.node.id,)
             action = action_from_completion(task, decision.completion)
             if action is None:
@@ -75,17 +57,6 @@ class SingleAgentFramework(Framework):
                 continue
             decider.attach_action(decision.node, action)
             obs = loop.act(action, decision.node.id)
-            if task.mode == "conversation":
-                history += conversation_turns(action, obs)
+            transcript.record(action, obs)
         loop.close_out()
         return traj
-
-    def _step_prompt(self, task: Task, traj: Trajectory, observation: str) -> str:
-        recent = traj.steps[-self.params.history_window :] if self.params.history_window else []
-        lines = [task_brief(task)]
-        if recent:  # the last step's observation is the current one, shown below
-            shown = [f"> {s.action.text}\n{s.observation.text}" for s in recent[:-1]]
-            lines.append("Recent steps:\n" + "\n".join([*shown, f"> {recent[-1].action.text}"]))
-        lines.append(f"Current observation:\n{observation}")
-        lines.append("Next action:")
-        return "\n\n".join(lines)

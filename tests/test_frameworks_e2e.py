@@ -1,0 +1,154 @@
+"""Every multi-agent framework x {toy, toy_tools} x {no_memory, recorder}, end to end through the runner.
+
+The mock `oracle` model solves both toy benchmarks when the action-producing
+decision sees the latest observation / the chat, so every run must succeed;
+the decision graphs must have each framework's levels, roles and parents, and
+every recall must be at a decision's scope with the ids the recorder returned.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fw_helpers import check_graph
+
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.records import RunDir
+from aecg_bench.types import trajectory_from_dict
+
+FRAMEWORKS = ["autogen", "autogen_gmemory", "macnet", "agentnet"]
+
+# (agent, role, level) of every decision each framework may make with the oracle on the toys
+SCOPES: dict[str, set[tuple[str, str, str]]] = {
+    "autogen": {("planner", "planner", "team"), ("executor", "executor", "agent"), ("critic", "critic", "event")},
+    "autogen_gmemory": {("solver", "solver", "agent")},
+    "macnet": {
+        ("node_0", "solver", "agent"),
+        ("node_1", "solver", "agent"),
+        ("node_2", "merger", "agent"),
+        ("node_3", "merger", "agent"),
+        *{(f"instructor_{p}_{i}", "instructor", "event") for p in (0, 1) for i in (2, 3)},
+        ("final", "decider", "team"),
+    },
+    "agentnet": {
+        *{(f"agent_{i}", "router", "team") for i in range(3)},
+        *{(f"agent_{i}", "executor", "agent") for i in range(3)},
+    },
+}
+
+
+def _run(make_config: Any, framework: str, benchmark: str, memory: str, size: int = 3) -> RunDir:
+    final = run_from_config(
+        make_config(
+            f"framework={framework}", f"benchmark={benchmark}", f"benchmark.params.size={size}", f"memory={memory}"
+        )
+    )
+    assert final["status"] == "complete"
+    labels = final["labels"]
+    root = Path(final["runtime"]["results_root"])
+    return RunDir(root / "default" / benchmark / labels["framework"] / memory / "mock" / f"seed={labels['seed']}")
+
+
+def _trajectories(rd: RunDir) -> list[tuple[dict[str, Any], Any]]:
+    out = []
+    for rec in rd.records():
+        episode = rd.read_trajectory(rec["position"], rec["attempt"])["episodes"][0]["episode"]
+        out.append((rec, trajectory_from_dict(episode["trajectory"])))
+    return out
+
+
+MACNET_PASS = ["node_0", "node_1", "instructor_0_2", "instructor_1_2", "instructor_0_3", "instructor_1_3"]
+MACNET_PASS += ["node_2", "node_3", "final"]
+
+
+def _check_framework_graph(framework: str, traj: Any) -> None:
+    """Each framework's exact decision pattern and parents on the oracle's runs."""
+    ds = traj.decisions
+    if framework == "autogen":  # step 0: planner, executor, critic; later steps: executor, critic
+        assert [d.role for d in ds] == ["planner"] + ["executor", "critic"] * len(traj.steps)
+        plan = ds[0].id
+        assert ds[0].parents == () and ds[1].parents == (plan,) and ds[2].parents == (plan, ds[1].id)
+        for k in range(3, len(ds), 2):
+            executor, critic = ds[k], ds[k + 1]
+            assert executor.parents == (ds[k - 2].id, plan)  # own previous action (which made the observation), plan
+            assert critic.parents == (ds[k - 1].id, ds[k - 2].id, plan, executor.id)
+        assert [s.decision_id for s in traj.steps] == [d.id for d in ds if d.role == "executor"]
+    elif framework == "autogen_gmemory":  # the helper never steps in: the oracle does not repeat itself thrice
+        assert [d.role for d in ds] == ["solver"] * len(traj.steps)
+        assert all(d.parents == ((ds[i - 1].id,) if i else ()) for i, d in enumerate(ds))
+    elif framework == "macnet":  # layered 4/2: two solvers, four instructors, two mergers, the final decision
+        assert traj.metadata["macnet"]["edges"] == [[0, 2], [0, 3], [1, 2], [1, 3]]
+        assert [d.agent for d in ds] == MACNET_PASS * len(traj.steps)
+        for k in range(0, len(ds), len(MACNET_PASS)):
+            n = {d.agent: d.id for d in ds[k : k + len(MACNET_PASS)]}
+            prev = (ds[k - 1].id,) if k else ()  # the previous final decision made the observation
+            by = {d.agent: d for d in ds[k : k + len(MACNET_PASS)]}
+            assert by["node_0"].parents == prev and by["node_1"].parents == prev
+            assert by["instructor_1_2"].parents == (n["node_1"], *prev)
+            assert by["node_2"].parents == (n["node_0"], n["instructor_0_2"], n["node_1"], n["instructor_1_2"], *prev)
+            assert by["final"].parents == (n["node_2"], n["node_3"], *prev)
+        assert [s.decision_id for s in traj.steps] == [d.id for d in ds if d.agent == "final"]
+    else:  # agentnet: the oracle never routes, so the entry agent executes everything
+        entry = traj.metadata["agentnet"]["entry"]
+        assert [(d.agent, d.role) for d in ds] == [(entry, "router")] + [(entry, "executor")] * len(traj.steps)
+        assert all(d.parents == ((ds[i - 1].id,) if i else ()) for i, d in enumerate(ds))
+        assert traj.metadata["agentnet"]["invalid_routes"] == 1
+
+
+@pytest.mark.parametrize("benchmark", ["toy", "toy_tools"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_framework_runs_toys_with_recorder_memory(make_config, framework, benchmark):
+    rd = _run(make_config, framework, benchmark, "recorder")
+    runs = _trajectories(rd)
+    assert all(rec["status"] == "ok" and rec["success"] for rec, _ in runs)
+    snapshot = rd.latest_snapshot(len(runs))
+    assert snapshot is not None
+    state = snapshot.state
+    recalls = [c for c in state["calls"] if c["op"] == "recall"]
+    earlier: list[str] = []
+    for rec, traj in runs:
+        check_graph(traj)
+        _check_framework_graph(framework, traj)
+        scopes = {(d.agent, d.role, d.level) for d in traj.decisions}
+        assert scopes <= SCOPES[framework]
+        assert {d.level for d in traj.decisions} >= ({"agent"} if framework == "autogen_gmemory" else {"team", "agent"})
+        # per-task retrieval: exactly one recall per distinct decision scope, with that scope
+        asked = [(c["agent"], c["role"], c["level"]) for c in recalls if c["task"] == rec["sample_id"]]
+        assert sorted(asked) == sorted(scopes)
+        # recalled ids = the recorder's last k items of the same task type and level from earlier tasks
+        for d in traj.decisions:
+            pool = [
+                i["id"]
+                for i in state["items"]
+                if i["task_type"] == rec["task_type"]
+                and i["level"] == d.level
+                and re.match(r"task (\S+) ", i["text"]).group(1) in earlier
+            ]
+            assert list(d.recalled_memory_ids) == pool[-2:], (d.id, d.level)
+        assert rec["recalled_memory_ids"] == traj.recalled_memory_ids()
+        earlier.append(rec["sample_id"])
+    assert any(rec["recalled_memory_ids"] for rec, _ in runs[1:])
+
+
+@pytest.mark.parametrize("benchmark", ["toy", "toy_tools"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_framework_runs_toys_without_memory(make_config, framework, benchmark):
+    rd = _run(make_config, framework, benchmark, "no_memory", size=2)
+    for rec, traj in _trajectories(rd):
+        assert rec["status"] == "ok" and rec["success"]
+        check_graph(traj)
+        _check_framework_graph(framework, traj)
+        assert all(d.recalled_memory_ids == () for d in traj.decisions)
+        assert rec["usage"]["by_role"]["agent"]["calls"] == len(traj.decisions) == rec["decisions"]
+
+
+def test_records_show_macnet_costs_more_tokens_than_autogen_and_agentnet(make_config):
+    tokens = {}
+    for framework in ("agentnet", "autogen", "macnet"):
+        rec = _run(make_config, framework, "toy", "no_memory", size=1).records()[0]
+        assert rec["steps"] > 0
+        tokens[framework] = rec["usage"]["by_role"]["agent"]["input_tokens"]
+    assert tokens["macnet"] > 2 * tokens["autogen"] > 2 * tokens["agentnet"] > 0

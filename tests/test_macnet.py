@@ -1,0 +1,112 @@
+"""The MacNet adapter: topologies, concurrency that never changes the result, costs, errors."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from fw_helpers import ANSWER_TASK, AnswerEnv, check_graph, oracle_llm, run_task, scripted_llm, system_of
+from test_autogen import TOY
+
+from aecg_bench.benchmarks.toy import ToyEnv, mock_oracle
+from aecg_bench.errors import InfraError
+from aecg_bench.llm.providers import Request, TransientProviderError
+from aecg_bench.llm.spec import ModelSpec
+from aecg_bench.types import Status
+from frameworks.macnet import MacNetFramework
+from frameworks.macnet.topology import build_dag
+
+
+@pytest.mark.parametrize(
+    ("topology", "edges", "layers", "sinks"),
+    [
+        ("chain", [(0, 1), (1, 2), (2, 3), (3, 4)], [[0], [1], [2], [3], [4]], [4]),
+        ("star", [(0, 1), (0, 2), (0, 3), (0, 4)], [[0], [1, 2, 3, 4]], [1, 2, 3, 4]),
+        ("tree", [(0, 1), (0, 2), (1, 3), (1, 4)], [[0], [1, 2], [3, 4]], [2, 3, 4]),
+        ("layered", [(0, 2), (0, 3), (1, 2), (1, 3), (2, 4), (3, 4)], [[0, 1], [2, 3], [4]], [4]),
+    ],
+)
+def test_fixed_topologies(topology, edges, layers, sinks):
+    dag = build_dag(topology, 5, rng=random.Random(0), width=2)
+    assert list(dag.edges) == edges and dag.layers() == layers and dag.sinks() == sinks
+
+
+def test_full_and_random_topologies_are_acyclic_and_seeded():
+    full = build_dag("full", 4, rng=random.Random(0))
+    assert len(full.edges) == 6 and full.layers() == [[0], [1], [2], [3]]
+    graphs = {seed: build_dag("random", 6, rng=random.Random(seed), edge_prob=0.5).edges for seed in range(6)}
+    assert graphs[1] == build_dag("random", 6, rng=random.Random(1), edge_prob=0.5).edges
+    assert len(set(graphs.values())) > 1
+    assert all(p < s for edges in graphs.values() for p, s in edges)
+    with pytest.raises(ValueError, match="valid choices: chain, star"):
+        build_dag("ring", 3, rng=random.Random(0))
+
+
+def _timed_oracle(request: Request, spec: ModelSpec) -> str:
+    """The toy oracle, with node 1 and its instructor answering slowest so threads finish out of request order."""
+    system = system_of(request)
+    time.sleep(0.03 if "node 1" in system else 0.0)
+    return mock_oracle(request, spec)
+
+
+def test_concurrent_layers_give_the_same_graph_as_sequential_ones():
+    def shape(workers: int) -> list[tuple]:
+        fw = MacNetFramework({"topology": "star", "nodes": 4, "max_workers": workers})
+        traj = run_task(fw, TOY, ToyEnv(3, 5, 8), scripted_llm(_timed_oracle), seed=3)
+        assert traj.status == Status.OK and len(traj.steps) == 3
+        check_graph(traj)
+        return [(d.id, d.agent, d.role, d.level, d.parents, d.prompt_hash, d.output) for d in traj.decisions]
+
+    sequential = shape(1)
+    assert shape(4) == sequential
+    assert [a for _, a, *_ in sequential[:8]] == [
+        "node_0",
+        "instructor_0_1",
+        "instructor_0_2",
+        "instructor_0_3",
+        "node_1",
+        "node_2",
+        "node_3",
+        "final",
+    ]
+
+
+def test_random_topology_is_drawn_from_the_sample_rng_and_recorded():
+    fw = MacNetFramework({"topology": "random", "nodes": 5, "edge_prob": 0.6})
+    a = run_task(fw, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=11).metadata["macnet"]
+    b = run_task(fw, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=11).metadata["macnet"]
+    assert a == b and a["edges"] == [
+        list(e) for e in build_dag("random", 5, rng=random.Random(11), edge_prob=0.6).edges
+    ]
+
+
+def test_without_instructors_nodes_see_predecessors_directly():
+    fw = MacNetFramework({"topology": "chain", "nodes": 3, "instructors": False})
+    traj = run_task(fw, ANSWER_TASK, AnswerEnv(), oracle_llm(default="SUPPORTS"))
+    assert [(d.agent, d.role, d.level, d.parents) for d in traj.decisions] == [
+        ("node_0", "solver", "agent", ()),
+        ("node_1", "solver", "agent", ("d0",)),
+        ("node_2", "solver", "agent", ("d1",)),
+        ("final", "decider", "team", ("d2",)),
+    ]
+    assert traj.steps[0].action.text == "SUPPORTS"
+
+
+def test_provider_failure_in_a_worker_thread_propagates():
+    def policy(request: Request, spec: ModelSpec) -> str:
+        if "node 1" in system_of(request):
+            raise TransientProviderError("rate limited")
+        return mock_oracle(request, spec)
+
+    with pytest.raises(InfraError, match="rate limited"):
+        run_task(MacNetFramework(), TOY, ToyEnv(3, 5, 8), scripted_llm(policy))
+
+
+def test_unparsable_final_decisions_are_bounded():
+    def policy(request: Request, spec: ModelSpec) -> str:
+        return "```\n```" if "final decision" in system_of(request) else "stop"
+
+    traj = run_task(MacNetFramework({"nodes": 1}), TOY, ToyEnv(3, 5, 8), scripted_llm(policy), max_invalid_actions=1)
+    assert traj.status == Status.MODEL_ERROR and traj.invalid_actions == 2
+    assert [d.agent for d in traj.decisions] == ["node_0", "final"] * 2
