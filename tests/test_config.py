@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO
 
 from aecg_bench import registry
 from aecg_bench.errors import ConfigError
 from aecg_bench.run import GROUPS, check_overrides, group_choices
 from aecg_bench.runner.build import build
 from aecg_bench.runner.config import parse_run_config
-from tests.conftest import REPO
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -55,7 +55,7 @@ def _run(make_config: Any, framework: str, benchmark: str, memory: str, size: in
 def _trajectories(rd: RunDir) -> list[tuple[dict[str, Any], Any]]:
     out = []
     for rec in rd.records():
-        episode = rd.read_trajectory(rec["position"], rec["attempt"])["episodes"][0]["episode"]
+        episode = rd.read_trajectory(rec["position"], rec["attempt"])["rollouts"][0]["episode"]
         out.append((rec, trajectory_from_dict(episode["trajectory"])))
     return out
 

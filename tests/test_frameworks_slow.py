@@ -44,7 +44,7 @@ def test_one_sample_on_the_embedded_model(make_config, shared_data, framework, b
     rec = rd.records()[0]
     assert rec["status"] in ("ok", "limit_exceeded"), rec["error"]
     assert labels["model"] == "local" and rec["steps"] >= 1
-    trajectory = rd.read_trajectory(0, rec["attempt"])["episodes"][0]["episode"]["trajectory"]
+    trajectory = rd.read_trajectory(0, rec["attempt"])["rollouts"][0]["episode"]["trajectory"]
     decisions = trajectory["decisions"]
     assert {d["role"] for d in decisions} <= ROLES[framework] and all(d["output"].strip() for d in decisions)
     acted = {s["decision_id"] for s in trajectory["steps"]}

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import mock_client
 
 from aecg_bench.errors import CacheMissError, ConfigError, InfraError
 from aecg_bench.llm import LLMClient, ModelSpec, RetryPolicy, UsageMeter
@@ -15,7 +16,6 @@ from aecg_bench.llm.pricing import cost_of, price_for
 from aecg_bench.llm.providers import FatalProviderError, Provider, ProviderResult, Request, TransientProviderError
 from aecg_bench.llm.usage import Usage
 from aecg_bench.types import ToolCall
-from tests.conftest import mock_client
 
 MSG = [{"role": "user", "content": "add 2 and 3"}]
 

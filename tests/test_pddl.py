@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pddl_planner import plan
 
 from aecg_bench.benchmarks.data import sha256_of
 from aecg_bench.benchmarks.pddl import PddlBenchmark, files
@@ -17,14 +18,13 @@ from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Action, Sample
-from tests.pddl_planner import plan
 
 ONE_PER_DOMAIN = ("gripper-prob01", "blockworld-problem10", "barman-p01", "tyreworld-p01")
 
 
 @pytest.fixture(scope="module")
 def bench() -> PddlBenchmark:
-    from tests.conftest import SHARED_DATA
+    from conftest import SHARED_DATA
 
     if not (SHARED_DATA / "pddl").exists():
         pytest.skip("shared PDDL data not found")

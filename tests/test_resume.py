@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.identity import results_dir
 from aecg_bench.runner.records import RunDir, latest_by_position
-from tests.conftest import REPO
 
 STABLE = (
     "position",
