@@ -223,13 +223,27 @@ class AgentContext:
     seed: int
     retrieval: str = "per_task"  # per_task | per_decision
     max_invalid_actions: int = 3
+    max_steps: int | None = None  # protocol-wide cap below each task's own step limit (smoke presets)
     model: str | None = None  # agent model chosen by the memory method (router), if any
     on_step: Callable[[int], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Framework(Component, ABC):
+    """Runs one task with a team of agents. Frameworks that adapt across tasks (AgentNet's
+    abilities and edge weights) learn only in `observe`, from finished episodes, so the
+    runner can snapshot their state beside the memory and rebuild it on resume."""
+
     group = "framework"
 
     @abstractmethod
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory: ...
+
+    def observe(self, episode: Episode) -> None:
+        """Learn from a finished, labelled episode; default: the framework does not adapt."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore cross-task state; default has none."""

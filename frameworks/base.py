@@ -239,7 +239,8 @@ class EnvLoop:
         self.task = task
         self.trajectory = trajectory
         self.ctx = ctx
-        self.max_steps = min(task.max_steps, max_steps) if max_steps else task.max_steps
+        caps = [c for c in (task.max_steps, max_steps, ctx.max_steps) if c]
+        self.max_steps = min(caps)
         self.unparsable_in_row = 0
         self.last: Observation | None = None
 

@@ -16,7 +16,7 @@ from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import ProviderResult, Request
 from aecg_bench.llm.spec import RetryPolicy
 from aecg_bench.testing import RecorderMemory
-from aecg_bench.types import LEVELS, Action, Observation, Score, Task, Trajectory
+from aecg_bench.types import LEVELS, Action, Episode, Observation, Outcome, Score, Task, Trajectory
 from baselines.no_memory import NoMemory
 
 _names = itertools.count()
@@ -64,9 +64,12 @@ def run_task(
     seed: int = 0,
     **ctx: Any,
 ) -> Trajectory:
+    """Run one task the way the runner does: run, score, then let the framework observe the episode."""
     traj = Trajectory(task_id=task.id, framework=framework.name)
     context = AgentContext(llm=llm, memory=mem or memory(), trajectory=traj, rng=random.Random(seed), seed=seed, **ctx)
     framework.run(task, env, context)
+    score = env.score()
+    framework.observe(Episode(task=task, trajectory=traj, outcome=Outcome(success=score.success, value=score.value)))
     return traj
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
@@ -10,11 +11,11 @@ from fw_helpers import ANSWER_TASK, AnswerEnv, check_graph, memory, oracle_llm, 
 from test_autogen import TOY
 
 from aecg_bench.benchmarks.toy import ToyBenchmark, ToyEnv, mock_oracle
-from aecg_bench.contracts import EnvContext
+from aecg_bench.contracts import AgentContext, EnvContext
 from aecg_bench.errors import InfraError
 from aecg_bench.llm.providers import Request, TransientProviderError
 from aecg_bench.llm.spec import ModelSpec
-from aecg_bench.types import Episode, Outcome, Status
+from aecg_bench.types import Episode, Outcome, Status, Trajectory
 from frameworks.agentnet import AgentNetFramework
 from frameworks.agentnet.framework import feedback_value
 from frameworks.agentnet.routing import parse_route
@@ -180,7 +181,9 @@ def test_experience_pools_enter_prompts_through_the_formatter_but_not_recall_rec
 
 def test_outcome_learning_uses_the_label_not_the_reward():
     fw = AgentNetFramework({"learn_from": "outcome"})
-    traj = run_task(fw, TOY, ToyEnv(2, 4, 8), oracle_llm())
+    traj = Trajectory(task_id=TOY.id, framework=fw.name)
+    ctx = AgentContext(llm=oracle_llm(), memory=memory(), trajectory=traj, rng=random.Random(0), seed=0)
+    fw.run(TOY, ToyEnv(2, 4, 8), ctx)
     assert fw.state_dict()["tasks_seen"] == 0  # nothing learned inside run()
     fw.observe(Episode(task=TOY, trajectory=traj, outcome=Outcome(success=None, source="none")))
     assert fw.state_dict()["tasks_seen"] == 0

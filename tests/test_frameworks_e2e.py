@@ -106,7 +106,7 @@ def test_framework_runs_toys_with_recorder_memory(make_config, framework, benchm
     assert all(rec["status"] == "ok" and rec["success"] for rec, _ in runs)
     snapshot = rd.latest_snapshot(len(runs))
     assert snapshot is not None
-    state = snapshot.state
+    state = snapshot.state["memory"]
     recalls = [c for c in state["calls"] if c["op"] == "recall"]
     earlier: list[str] = []
     for rec, traj in runs:

@@ -177,3 +177,50 @@ def test_api_keys_never_reach_written_files(make_config, monkeypatch, tmp_path):
                 leaked.append(str(path))
     assert leaked == []
     assert any(root.rglob("wandb")), "wandb offline files were written"
+
+
+def test_crash_then_resume_rebuilds_framework_state(make_config, monkeypatch, tmp_path):
+    """AgentNet's abilities and edge weights are snapshotted and replayed like memory."""
+    import aecg_bench.runner.batch as batch
+
+    args = [
+        "framework=agentnet",
+        "benchmark.params.size=10",
+        "memory=recorder",
+        "protocol.snapshot_every=3",
+        "+model.models.mock.options.error_rate=0.3",
+    ]
+    clean = run_from_config(make_config(*args, "experiment_name=clean"))
+    real_run_item = batch._run_item
+    calls = {"n": 0}
+
+    def crash_after_seven(*a, **kw):
+        if calls["n"] == 7:
+            raise KeyboardInterrupt  # the process dies after 7 flushed records
+        calls["n"] += 1
+        return real_run_item(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_item", crash_after_seven)
+    with pytest.raises(KeyboardInterrupt):
+        run_from_config(make_config(*args, "experiment_name=crashed"))
+    monkeypatch.setattr(batch, "_run_item", real_run_item)
+    resumed = run_from_config(make_config(*args, "experiment_name=crashed"))
+    root = Path(clean["runtime"]["results_root"])
+
+    def final_state(experiment: str) -> dict:
+        rd = RunDir(
+            results_dir(
+                root,
+                experiment=experiment,
+                benchmark="toy",
+                framework="agentnet",
+                memory="recorder",
+                model="mock",
+                seed=0,
+            )
+        )
+        return _final_memory(rd)
+
+    assert final_state("crashed")["framework"]["tasks_seen"] == 10
+    assert final_state("crashed") == final_state("clean")
+    assert resumed["eval"] == clean["eval"]

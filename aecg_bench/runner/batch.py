@@ -56,7 +56,7 @@ def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, An
     audit.redact = redact.deep
     header = _open_header(rd, plan)
     records = rd.records()
-    _restore_memory(rd, plan, services, audit, records)
+    _restore_state(rd, plan, services, audit, records)
     done = done_positions(records)
     attempts = Counter(r["position"] for r in records)
     todo = [it for it in plan.stream if it.position not in done]
@@ -75,14 +75,14 @@ def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, An
             record = _run_item(plan, services, audit, rd, item, attempts[item.position] + 1, redact)
             n_records += 1
             if n_records % cfg.protocol.snapshot_every == 0 or _phase_ends(plan, item):
-                rd.write_snapshot(n_records, audit.seq, services.memory.state_dict())
+                rd.write_snapshot(n_records, audit.seq, _state(services))
             progress.update(record)
             tracker.log(record)
     finally:
         progress.close()
         audit.close()
     if todo:
-        rd.write_snapshot(n_records, audit.seq, services.memory.state_dict())
+        rd.write_snapshot(n_records, audit.seq, _state(services))
     final = summarise(rd, plan, header)
     tracker.finish(final)
     services.benchmark.close()
@@ -110,14 +110,23 @@ def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
     return existing
 
 
-def _restore_memory(
+def _state(services: Services) -> dict[str, Any]:
+    """What a snapshot holds: the memory's state and the framework's cross-task state."""
+    return {"memory": services.memory.state_dict(), "framework": services.framework.state_dict()}
+
+
+def _restore_state(
     rd: RunDir, plan: RunPlan, services: Services, audit: AuditLog, records: list[dict[str, Any]]
 ) -> None:
-    """Newest snapshot, then the memory-side effect of every later record, in record order."""
+    """Newest snapshot, then the state-changing part of every later record, in record order.
+
+    Records that ended in an infra error are not replayed: they are redone.
+    """
     snap = rd.latest_snapshot(len(records))
     start = 0
     if snap is not None:
-        services.memory.load_state_dict(snap.state)
+        services.memory.load_state_dict(snap.state["memory"])
+        services.framework.load_state_dict(snap.state["framework"])
         audit.truncate_to(snap.audit_seq)
         start = snap.records_seq
     else:
@@ -128,16 +137,19 @@ def _restore_memory(
         item = by_position.get(rec["position"])
         if item is None:
             continue
-        if rec.get("learned"):
+        if rec["status"] != Status.INFRA_ERROR:
             stored = rollouts_from_json(rd.read_trajectory(rec["position"], rec["attempt"])["rollouts"])
             _bind_memory_llm(services, audit, item, rec["seed"], UsageMeter())
-            apply_item(services.memory, item, ReplayRollout(services.memory, stored), services.protocol)
+            replay = ReplayRollout(services.memory, stored)
+            apply_item(services.memory, services.framework, item, replay, services.protocol)
             replayed += 1
         if rec.get("maintain_round") is not None:
             services.memory.maintain(rec["maintain_round"])
     if replayed:
         log.info(
-            "replayed the memory effect of %d records after snapshot %s", replayed, snap.path.name if snap else "none"
+            "replayed the state-changing part of %d records after snapshot %s",
+            replayed,
+            snap.path.name if snap else "none",
         )
 
 

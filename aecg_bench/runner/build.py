@@ -105,6 +105,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         label_source=p.label_source,
         retrieval=p.retrieval,
         max_invalid_actions=p.max_invalid_actions,
+        max_steps=p.max_steps,
         learn_in_eval=p.mode == "online",
     )
     services = Services(

@@ -58,6 +58,7 @@ class ProtocolConfig(_Strict):
     maintain_every: int = Field(10, ge=1)
     snapshot_every: int = Field(10, ge=1)
     max_invalid_actions: int = Field(3, ge=0)
+    max_steps: int | None = Field(None, ge=1)  # cap below every task's step limit (smoke presets)
     limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
 
 

@@ -56,6 +56,7 @@ class Protocol:
     label_source: str = "environment"
     retrieval: str = "per_task"
     max_invalid_actions: int = 3
+    max_steps: int | None = None
     learn_in_eval: bool = True  # online: observe eval samples; build_then_freeze: False
 
 
@@ -163,6 +164,7 @@ class EnvRollout(Rollout):
             seed=run_seed,
             retrieval=s.protocol.retrieval,
             max_invalid_actions=s.protocol.max_invalid_actions,
+            max_steps=s.protocol.max_steps,
             model=model,
         )
         try:
@@ -201,9 +203,14 @@ class ReplayRollout(Rollout):
 
 
 def apply_item(
-    memory: MemoryMethod, item: StreamItem, rollout: Rollout, protocol: Protocol
+    memory: MemoryMethod,
+    framework: Framework,
+    item: StreamItem,
+    rollout: EnvRollout | ReplayRollout,
+    protocol: Protocol,
 ) -> tuple[Episode, Score] | None:
-    """The memory-visible part of an item: build, or solve (default: one rollout) and maybe observe.
+    """The state-changing part of an item: build, or solve (default: one rollout) and maybe
+    observe; then the framework observes every rollout the item made (AgentNet evolves).
 
     Used both for live execution and for replay after resume, so both follow
     exactly the same path.
@@ -211,13 +218,15 @@ def apply_item(
     task = item.sample.task
     if item.phase == "build":
         memory.build(task, rollout)
-        records = getattr(rollout, "records", [])
-        return (records[0].episode, records[0].score) if records else None
-    result = memory.solve(task, rollout)
-    if result is None:
-        result = rollout(model=memory.select_model(task))
-    if item.phase == "warmup" or protocol.learn_in_eval:
-        memory.observe(result[0])
+        result = (rollout.records[0].episode, rollout.records[0].score) if rollout.records else None
+    else:
+        result = memory.solve(task, rollout)
+        if result is None:
+            result = rollout(model=memory.select_model(task))
+        if item.phase == "warmup" or protocol.learn_in_eval:
+            memory.observe(result[0])
+    for rec in rollout.records:
+        framework.observe(rec.episode)
     return result
 
 
@@ -230,7 +239,7 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
     start = time.perf_counter()
     rollout = EnvRollout(services, item, seed, llm)
     try:
-        final = apply_item(services.memory, item, rollout, services.protocol)
+        final = apply_item(services.memory, services.framework, item, rollout, services.protocol)
     except InfraError as exc:
         return ItemResult(Status.INFRA_ERROR, rollout.records, None, str(exc), False, time.perf_counter() - start)
     except (KeyboardInterrupt, SystemExit):

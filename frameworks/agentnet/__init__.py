@@ -27,21 +27,16 @@ One task:
    (an agent keeps its strongest edge).
 
 Cross-task state (abilities, weights, pools) lives in the framework object and
-is deterministic: it changes only in `learn`, a pure function of a finished
-trajectory (its `metadata.agentnet` record and rewards) applied in stream
-order. `state_dict()` / `load_state_dict()` expose it as JSON so a runner can
-snapshot it beside the memory; replaying `learn(task, trajectory)` over stored
-trajectories rebuilds it.
+is deterministic: it changes only in `observe(episode)`, which the runner calls
+for every finished rollout, live and when it replays stored rollouts on
+resume; `state_dict()` / `load_state_dict()` go into every memory snapshot.
 
 The outcome learned from (`learn_from`):
-- `reward` (default, works with today's runner): `framework.feedback_value`,
-  the best reward the environment reported in its observations, clipped to
-  [0, 1], learned at the end of `run()`. It is what the agents observed;
-  environments that only score at the end (toy_tools, likely tau2) give 0.
-- `outcome`: the labelled `Outcome` the memory method also sees (environment
-  or judge, per `protocol.label_source`), learned in `observe(episode)`. It
-  needs the runner to call `framework.observe(episode)` beside
-  `memory.observe(episode)` (in `apply_item`, which also replays on resume).
+- `outcome` (default): the labelled `Outcome` the memory method also sees
+  (environment or judge, per `protocol.label_source`).
+- `reward`: `framework.feedback_value`, the best reward the environment
+  reported in its observations, clipped to [0, 1]: what the agents saw.
+  Environments that only score at the end (toy_tools, likely tau2) give 0.
 
 AgentNet's own experience pools (`experience_pools`, off by default so that
 memory methods are compared without them): each agent keeps a router pool and

@@ -34,9 +34,9 @@ class AgentNetParams(Params):
     max_subtasks: int = Field(3, ge=2, le=8, description="parts of one split")
     evolve: bool = Field(True, description="abilities and edge weights follow outcomes across tasks")
     learn_from: Literal["reward", "outcome"] = Field(
-        "reward",
-        description="reward: the rewards in the trajectory, learned at the end of run(); "
-        "outcome: the labelled Outcome, learned in observe(episode) (needs the runner to call it)",
+        "outcome",
+        description="outcome: the labelled Outcome (environment or judge, as memory methods see it); "
+        "reward: the best reward the environment showed in the trajectory",
     )
     initial_ability: float = Field(0.5, ge=0.0, le=1.0)
     initial_weight: float = Field(0.5, ge=0.0, le=1.0)
@@ -98,12 +98,17 @@ class AgentNetFramework(Framework):
         self.network.learn(task.task_type, trajectory.metadata["agentnet"], value, self.params.experience_pools)
 
     def observe(self, episode: Episode) -> None:
-        """Learn from a labelled episode (`learn_from=outcome`); the runner would call it beside
-        `memory.observe`, with the same label. Unlabelled episodes teach nothing."""
-        outcome = episode.outcome
-        if not (self.params.evolve and self.params.learn_from == "outcome") or outcome.success is None:
+        """Learn from a finished episode; the runner calls it for every rollout, live and on
+        resume replay. Under `learn_from=outcome` an unlabelled episode teaches nothing."""
+        if not self.params.evolve:
             return
-        value = outcome.value if outcome.value is not None else float(outcome.success)
+        if self.params.learn_from == "reward":
+            value = feedback_value(episode.trajectory)
+        else:
+            outcome = episode.outcome
+            if outcome.success is None:
+                return
+            value = outcome.value if outcome.value is not None else float(outcome.success)
         self.learn(episode.task, episode.trajectory, min(1.0, max(0.0, value)))
 
     # -- one task --------------------------------------------------------------
@@ -120,8 +125,6 @@ class AgentNetFramework(Framework):
         run.record["parts"] = [{**part, "index": k, "of": len(parts)} for k, part in enumerate(parts)]
         self._execute(run)
         loop.close_out()
-        if self.params.evolve and self.params.learn_from == "reward":
-            self.learn(task, traj, feedback_value(traj))
         return traj
 
     def _route(
