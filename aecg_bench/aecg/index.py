@@ -2,7 +2,9 @@
 
 Rows are appended into a capacity-doubling matrix and removed by masking, so
 adding a memory or retiring a skill costs O(dim) and a query is one
-matrix-vector product over the scope's rows. The index is derived state:
+matrix-vector product over the scope's rows. The product is computed with
+`einsum`, which runs single-threaded: on shared cores a multi-threaded BLAS
+matrix-vector product of this size was 10-40x slower (scripts/perf/aecg_recall_latency.py). The index is derived state:
 it is rebuilt from the memory objects' texts after `load_state_dict`, never
 stored in a snapshot.
 """
@@ -56,7 +58,7 @@ class VectorIndex:
         n = len(self._ids)
         if n == 0 or not self._row:
             return []
-        scores = self._matrix[:n] @ query
+        scores = np.einsum("ij,j->i", self._matrix[:n], query)  # no BLAS threads (see module doc)
         ok = np.flatnonzero(self._alive[:n] & (scores >= min_score))
         if limit is not None and ok.size > limit:
             kth = np.partition(scores[ok], ok.size - limit)[ok.size - limit]
