@@ -6,6 +6,8 @@ import copy
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aecg_bench.aecg.objects import ACTIVE, ISOLATED, MONITORED, SUPERSEDED
 from aecg_bench.errors import InfraError
@@ -325,3 +327,21 @@ def test_a_state_from_another_version_is_refused():
     mem = make_memory()
     with pytest.raises(ValueError, match="state version"):
         mem.load_state_dict({"store": {"version": 99}})
+
+
+level_st = st.sampled_from(["team", "event", "agent"])
+
+
+@given(st.lists(st.tuples(level_st, st.booleans(), st.sampled_from(["sort", "plan", "walk"])), min_size=1, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_hard_scope_recall_only_ever_returns_objects_of_the_asked_level(stream):
+    mem = make_memory({"recall": {"k_memories": 4, "k_skills": 4}})
+    recalled: list[str] = []
+    for i, (level, success, kind) in enumerate(stream):
+        hits = ids(mem.recall(query(level, kind)))
+        recalled += hits
+        mem.observe(episode(f"e{i}", [("d0", level, (), tuple(hits), f"do {kind}")], success, task_type=kind))
+        for asked in ("team", "event", "agent"):
+            for item in mem.recall(query(asked, kind)):
+                assert item.level == asked and mem.store.get(item.id).level == asked
+    assert mem.stats()["cross_scope_use_rate"] == 0.0

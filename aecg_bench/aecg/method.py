@@ -27,6 +27,7 @@ hashes (no RNG state). Hyperparameters: `params.AECGParams`
 
 from __future__ import annotations
 
+import logging
 from typing import Any, cast
 
 from aecg_bench.aecg import beliefs as B
@@ -51,7 +52,10 @@ from aecg_bench.aecg.store import Store
 from aecg_bench.contracts import MemoryMethod, MemoryServices
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.embeddings import Embedder
-from aecg_bench.types import Episode, MemoryItem, RecallQuery
+from aecg_bench.llm.providers import ContextLimitError
+from aecg_bench.types import DecisionNode, Episode, Level, MemoryItem, RecallQuery
+
+log = logging.getLogger("aecg_bench.aecg")
 
 
 class AECGMemory(MemoryMethod):
@@ -77,17 +81,26 @@ class AECGMemory(MemoryMethod):
         sample_index: int = 0,
         temperature: float | None = None,
     ) -> str:
-        """One memory-side call; always through the per-sample client the runner bound."""
+        """One memory-side call; always through the per-sample client the runner bound.
+
+        A prompt too long for the model's context is answered with an empty reply,
+        which every parser treats as abstention / no proposal (an infra error still
+        propagates, before any state has changed).
+        """
         llm = self.services.llm
         if llm is None:
             raise ConfigError("memory 'aecg' needs an LLM client for its memory-side prompts")
-        completion = llm.complete(
-            prompts.messages(kind, payload),
-            role=role,
-            sample_index=sample_index,
-            temperature=temperature,
-            max_tokens=self.p.memory_max_tokens,
-        )
+        try:
+            completion = llm.complete(
+                prompts.messages(kind, payload),
+                role=role,
+                sample_index=sample_index,
+                temperature=temperature,
+                max_tokens=self.p.memory_max_tokens,
+            )
+        except ContextLimitError as exc:
+            log.warning("aecg %s prompt exceeds the model's context; treated as no answer: %s", kind, exc)
+            return ""
         return completion.text
 
     # -- recall ------------------------------------------------------------------
@@ -105,7 +118,7 @@ class AECGMemory(MemoryMethod):
                 text=s.text(),
                 level=s.level,
                 kind="skill",
-                score=score,  # type: ignore[arg-type]
+                score=score,
                 metadata={"lineage": s.lineage, "version": s.version},
             )
             for s, score in self.index.search_skills(
@@ -114,7 +127,7 @@ class AECGMemory(MemoryMethod):
         ]
         for mid, score in self.index.search_memories(query.level, vec, r.k_memories, r.min_similarity):
             m = self.store.memories[mid]
-            items.append(MemoryItem(id=m.id, text=m.text, level=m.level, kind="memory", score=score))  # type: ignore[arg-type]
+            items.append(MemoryItem(id=m.id, text=m.text, level=m.level, kind="memory", score=score))
         return items
 
     # -- observe -----------------------------------------------------------------
@@ -230,7 +243,9 @@ class AECGMemory(MemoryMethod):
             touched.append(self._remember(episode, level, nodes, conf, credited=set(credit)))
         return touched
 
-    def _remember(self, episode: Episode, level: str, nodes: list, conf: float, credited: set[str]) -> str:
+    def _remember(
+        self, episode: Episode, level: Level, nodes: list[DecisionNode], conf: float, credited: set[str]
+    ) -> str:
         """A success at one level: support a near-duplicate memory of the scope, or store a new one."""
         text = traces.memory_text(episode, level, nodes)
         vec = self.index.embed(text)

@@ -25,6 +25,7 @@ from typing import Any
 
 from aecg_bench.aecg.beliefs import Belief, Beta
 from aecg_bench.aecg.predicate import Predicate, decision_text
+from aecg_bench.types import Level
 
 ACTIVE, MONITORED, ISOLATED, SUPERSEDED = "active", "monitored", "isolated", "superseded"
 SKILL_STATUSES = (ACTIVE, MONITORED, ISOLATED, SUPERSEDED)
@@ -35,7 +36,7 @@ class Fixture:
     task_id: str
     task_type: str
     instruction: str
-    level: str
+    level: Level
     agent: str
     role: str
     context: str
@@ -77,7 +78,7 @@ class SkillContent:
 @dataclass
 class Memory:
     id: str
-    level: str
+    level: Level
     text: str
     family: str
     fixture: Fixture
@@ -94,7 +95,7 @@ class Skill:
     id: str
     lineage: str
     version: int
-    level: str
+    level: Level
     family: str
     status: str
     content: SkillContent

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aecg_bench.aecg.objects import Fixture
-from aecg_bench.types import DecisionNode, Episode, Trajectory
+from aecg_bench.types import DecisionNode, Episode, Level, Trajectory
 
 OUTPUT_CHARS = 240
 CONTEXT_CHARS = 600
@@ -73,8 +73,8 @@ def uses(traj: Trajectory) -> list[Use]:
     return [Use(mid, tuple(nodes)) for mid, nodes in by_id.items()]
 
 
-def nodes_by_level(traj: Trajectory) -> dict[str, list[DecisionNode]]:
-    out: dict[str, list[DecisionNode]] = {}
+def nodes_by_level(traj: Trajectory) -> dict[Level, list[DecisionNode]]:
+    out: dict[Level, list[DecisionNode]] = {}
     for node in traj.decisions:
         out.setdefault(node.level, []).append(node)
     return out
@@ -101,7 +101,7 @@ def trace_summary(traj: Trajectory, limit: int) -> list[dict[str, object]]:
     return rows
 
 
-def memory_text(episode: Episode, level: str, nodes: list[DecisionNode]) -> str:
+def memory_text(episode: Episode, level: Level, nodes: list[DecisionNode]) -> str:
     """A success at one level, phrased for reuse at that level (no LLM)."""
     task = episode.task
     roles = sorted({n.role for n in nodes})
