@@ -107,10 +107,9 @@ class AECGMemory(MemoryMethod):
 
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         r = self.p.recall
-        context = query.context[-r.context_chars :] if r.context_chars else ""
-        text = decision_text(
-            query.task.task_type, query.task.instruction, query.level, query.role, query.agent, context
-        )
+        context = traces.tail(query.context, r.context_chars)
+        instruction = traces.clip(query.task.instruction, traces.INSTRUCTION_CHARS)  # as fixtures store it
+        text = decision_text(query.task.task_type, instruction, query.level, query.role, query.agent, context)
         vec = self.index.embed(text)
         items = [
             MemoryItem(
@@ -236,7 +235,7 @@ class AECGMemory(MemoryMethod):
             assert obj is not None
             self._evidence(obj, True, w, task=episode.task.id)
             if isinstance(obj, Skill):
-                fixture = traces.fixture_for(episode, first_node[oid])
+                fixture = traces.fixture_for(episode, first_node[oid], self.p.recall.context_chars)
                 obj.success_fixtures = [*obj.success_fixtures, fixture][-self.p.intervention.fixture_history :]
         touched = [oid for oid in credit if oid in self.store.memories]
         for level, nodes in traces.nodes_by_level(episode.trajectory).items():
@@ -268,7 +267,12 @@ class AECGMemory(MemoryMethod):
             return mem.id
         mid = self.store.new_memory_id()
         mem = Memory(
-            id=mid, level=level, text=text, family=mid, fixture=traces.fixture_for(episode, nodes[0]), pos=conf
+            id=mid,
+            level=level,
+            text=text,
+            family=mid,
+            fixture=traces.fixture_for(episode, nodes[0], self.p.recall.context_chars),
+            pos=conf,
         )
         self.store.memories[mid] = mem
         self.index.add_memory(mem, vec)
@@ -282,7 +286,7 @@ class AECGMemory(MemoryMethod):
             id=self.store.new_badcase_id(),
             task_id=episode.task.id,
             status="unresolved",
-            fixtures={u.object_id: traces.fixture_for(episode, u.nodes[0]) for u in used},
+            fixtures={u.object_id: traces.fixture_for(episode, u.nodes[0], self.p.recall.context_chars) for u in used},
             judgements=judgements,
         )
         self.store.badcases[bc.id] = bc

@@ -25,7 +25,7 @@ class RecallParams(Params):
     k_skills: int = Field(2, ge=0, description="active skills recalled per decision (ours)")
     k_memories: int = Field(1, ge=0, description="unconsolidated memories recalled per decision (ours)")
     min_similarity: float = Field(0.05, ge=-1.0, le=1.0, description="cosine floor for recall (ours)")
-    context_chars: int = Field(600, ge=0, description="decision context used for matching (ours)")
+    context_chars: int = Field(600, ge=0, description="tail of the observation matched by recall and fixtures (ours)")
 
 
 class AdmissionParams(Params):

@@ -18,12 +18,17 @@ from aecg_bench.aecg.objects import Fixture
 from aecg_bench.types import DecisionNode, Episode, Level, Trajectory
 
 OUTPUT_CHARS = 240
-CONTEXT_CHARS = 600
+INSTRUCTION_CHARS = 500  # task text kept in fixtures and matched by recall
 
 
 def clip(text: str, n: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def tail(text: str, n: int) -> str:
+    """The last n characters: what recall and fixtures both match on (the latest part of an observation)."""
+    return text[-n:] if n > 0 else ""
 
 
 def decision_context(traj: Trajectory, node: DecisionNode) -> str:
@@ -40,16 +45,16 @@ def behaviour(node: DecisionNode) -> str:
     return node.output
 
 
-def fixture_for(episode: Episode, node: DecisionNode) -> Fixture:
+def fixture_for(episode: Episode, node: DecisionNode, context_chars: int) -> Fixture:
     task, traj = episode.task, episode.trajectory
     return Fixture(
         task_id=task.id,
         task_type=task.task_type,
-        instruction=clip(task.instruction, 500),
+        instruction=clip(task.instruction, INSTRUCTION_CHARS),
         level=node.level,
         agent=node.agent,
         role=node.role,
-        context=clip(decision_context(traj, node), CONTEXT_CHARS),
+        context=tail(decision_context(traj, node), context_chars),
         behaviour=clip(behaviour(node), OUTPUT_CHARS),
         success=bool(episode.outcome.success),
         value=episode.outcome.value,
