@@ -34,6 +34,7 @@ MockPolicy = Callable[[Request, ModelSpec], "str | ProviderResult"]
 KNOWN_POLICIES: dict[str, str] = {
     "toy_oracle": "aecg_bench.benchmarks.toy:mock_oracle",
     "toy_tools_oracle": "aecg_bench.benchmarks.toy_tools:mock_oracle",
+    "aecg_oracle": "aecg_bench.aecg.mock_policy:mock_policy",
 }
 _registered: dict[str, MockPolicy] = {}
 
