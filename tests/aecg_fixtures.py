@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import mock_client
+
 from aecg_bench.aecg.method import AECGMemory
 from aecg_bench.aecg.mock_policy import memory_answer
 from aecg_bench.audit import AuditLog
@@ -16,7 +18,6 @@ from aecg_bench.llm.mock import last_text, register_mock_policy
 from aecg_bench.llm.providers import Request
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Sample, Task, Trajectory
-from tests.conftest import mock_client
 
 Node = tuple[str, str, tuple[str, ...], tuple[str, ...], str]  # id, level, parents, recalled ids, action
 

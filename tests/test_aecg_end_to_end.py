@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aecg_fixtures import INTERRUPT
+from conftest import compose
 
 from aecg_bench import registry
 from aecg_bench.aecg.explain import explain
 from aecg_bench.aecg.params import AECGParams
 from aecg_bench.jsonl import read_jsonl
 from aecg_bench.run import CONF_DIR, run_from_config
-from tests.aecg_fixtures import INTERRUPT
-from tests.conftest import compose
 
 AECG_CONFIGS = sorted(p.stem for p in (CONF_DIR / "memory").glob("aecg*.yaml"))
 
 
 @pytest.fixture
 def drift_toy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(registry.REGISTRY["benchmark"], "aecg_drift_toy", "tests.aecg_fixtures:DriftToy")
+    monkeypatch.setitem(registry.REGISTRY["benchmark"], "aecg_drift_toy", "aecg_fixtures:DriftToy")
 
 
 def drift_config(root: Path, *extra: str) -> dict[str, Any]:

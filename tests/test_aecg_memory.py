@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+from aecg_fixtures import episode, events, make_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from aecg_bench.llm import LLMClient, ModelSpec, RetryPolicy
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import Provider, TransientProviderError
 from aecg_bench.types import RecallQuery, Task
-from tests.aecg_fixtures import episode, events, make_memory
 
 TEAM_AGENT = [("t0", "team", (), (), "split the list in halves"), ("a1", "agent", ("t0",), (), "merge the halves")]
 
