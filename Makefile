@@ -12,7 +12,14 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # CI=1 (set by .ci/run) adds the slow tier: embedded-model runs and simulators.
 PYTEST_MARKS := $(if $(CI),-m "slow or not slow",)
 
-.PHONY: setup test test-all lint smoke perf clean-results
+PRESET ?=
+MODEL ?=
+MEMORY_MODEL ?=
+JOBS ?= 2
+REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
+	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
+
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +43,15 @@ smoke:
 
 perf:
 	$(BIN)/python scripts/perf/llm_overhead.py
+	$(BIN)/python scripts/perf/aecg_recall_latency.py
+
+# AECG Table 1 + Figure 5 / Table 2: sweep (resumable), then the table beside the paper's numbers.
+# PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids; DRY_RUN=1 prices the paper preset.
+reproduce-table1:
+	$(BIN)/python scripts/reproduce.py table1 $(REPRODUCE_ARGS)
+
+reproduce-table2:
+	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
 
 clean-results:
 	rm -rf results/*/ results/.cache results/.sweeps
