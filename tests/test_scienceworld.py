@@ -279,3 +279,32 @@ def test_close_returns_the_simulator_once():
     env.close()
     env.close()
     assert pool.released == 1
+
+
+def test_step_before_reset_is_a_programming_error():
+    env = make_env(ScriptedSim({}))
+    with pytest.raises(RuntimeError, match="before a successful reset"):
+        env.step(cmd("look around"))
+
+
+class QueuePool:
+    """Hands out the given simulators in turn and records what comes back."""
+
+    def __init__(self, *sims):
+        self.sims, self.released = list(sims), []
+
+    def acquire(self):
+        return self.sims.pop(0)
+
+    def release(self, sim):
+        self.released.append(sim)
+
+
+def test_reset_after_a_simulator_failure_leases_a_fresh_simulator():
+    dead, fresh = ScriptedSim({}), ScriptedSim({})
+    pool = QueuePool(dead, fresh)
+    env = make_env(None, pool=pool)
+    env.reset()
+    dead.alive = False  # what a crash or timeout leaves behind
+    env.reset()
+    assert pool.released == [dead] and env.simulator is fresh and len(fresh.loads) == 1

@@ -53,6 +53,7 @@ class ScienceWorldEnvironment(Environment):
         self.simplifications = simplifications
         self._pool = pool
         self._sim: Simulator | None = None
+        self._loaded = False
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -69,20 +70,22 @@ class ScienceWorldEnvironment(Environment):
         """The leased simulator process, if any (diagnostics and tests)."""
         return self._sim
 
-    def _simulator(self) -> Simulator:
+    def reset(self) -> Observation:
+        if self._sim is not None and not self._sim.alive:  # failed earlier: hand it back, lease a fresh one
+            self.close()
         if self._sim is None:
             self._sim = self._pool.acquire()
-        return self._sim
-
-    def reset(self) -> Observation:
-        sim = self._simulator()
+        sim, self._loaded = self._sim, False
         self._reset_counters()
         sim.load(self.env_name, self.variation, self.simplifications)
         look = sim.reset()
+        self._loaded = True
         return Observation(f"{look}\n{sim.inventory()}", info={"native_score": 0})
 
     def step(self, action: Action) -> Observation:
-        sim = self._simulator()
+        if self._sim is None or not self._loaded:
+            raise RuntimeError("ScienceWorldEnvironment.step() before a successful reset()")
+        sim = self._sim
         command = normalize_command(action.text)
         self.steps += 1
         if command == CHECK_VALID_ACTIONS:
@@ -90,7 +93,7 @@ class ScienceWorldEnvironment(Environment):
             self.grounded += 1
             templates = [t for t in sim.action_templates() if "reset" not in t]
             reply = CHECK_REPLY_PREFIX + ", ".join([*templates, CHECK_VALID_ACTIONS])
-            return Observation(reply, done=self._tracker.complete, info={"native_score": self.native_score})
+            return Observation(reply, info={"native_score": self.native_score})
         if not command:
             return Observation("Empty action: reply with one command.", valid=False)
         grounded = command in set(sim.valid_actions())
@@ -129,5 +132,5 @@ class ScienceWorldEnvironment(Environment):
 
     def close(self) -> None:
         if self._sim is not None:
-            sim, self._sim = self._sim, None
+            sim, self._sim, self._loaded = self._sim, None, False
             self._pool.release(sim)

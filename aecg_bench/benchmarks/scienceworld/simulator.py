@@ -45,8 +45,8 @@ class SimulatorError(InfraError):
 # commands) alone. With HotSpot's default (per-thread random) identity hashes, the iteration order of
 # the simulator's identity-hashed collections, and so e.g. where animals wander or which object a gold
 # path picks, depends on everything the JVM ran before: a reused JVM would make a task's observations
-# depend on the sample order, and a resumed run would not replay. Measured: 90 gold paths, step
-# latency 48.7 ms with the flag vs 44.6 ms without.
+# depend on the sample order, and a resumed run would not replay. Cost: none measurable (interleaved
+# A/B over 45 tasks: step median 10.6 vs 7.6 ms, valid-action listing 43 vs 51 ms, within noise).
 DETERMINISTIC_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2")
 
 
