@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 from aecg_bench.benchmarks.scienceworld import ScienceWorldBenchmark
 from aecg_bench.benchmarks.scienceworld.env import ScienceWorldEnvironment
@@ -21,7 +22,6 @@ from aecg_bench.errors import ConfigError, InfraError
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Action
-from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.slow
 
