@@ -52,7 +52,9 @@ Defects of the public code, fixed here:
 2. The graph-retrieval results are overwritten by the fallback: when fewer
    than k successes come out of the query graph, `true_tasks_doc` is
    reassigned to the similarity-search result (and the loop meant to merge
-   them compares the list with itself); here the fallback only tops up.
+   them compares the list with itself), so hop-expanded neighbours never
+   survive a top-up. Here the fallback only tops up: graph-retrieved trials
+   keep their places and similarity-search results fill the remaining slots.
 Further defects, also fixed:
 3. A node's trial is found again by `similarity_search(task_main, k=1)[0]`,
    which can return another task's trial; here nodes map to their trials.
@@ -187,7 +189,8 @@ class GMemory(MemoryMethod):
     def _retrieve_trials(
         self, qvec: np.ndarray, k_success: int, k_failure: int
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """Graph hop expansion, then a top-up by similarity (fix 2), ranked by similarity to the query."""
+        """Trials of the nearest task nodes and their hop neighbours, topped up by similarity search
+        when there are too few (fix 2): graph results keep their places, each group ranked by similarity."""
         n_nodes = max((k_success + k_failure) // 2, 1)
         nearest = list(dict.fromkeys(self.trials[tid]["task_main"] for tid, _ in self.index.search(qvec, n_nodes)))
         found: dict[bool, list[str]] = {True: [], False: []}
@@ -196,14 +199,16 @@ class GMemory(MemoryMethod):
                 found[self.trials[tid]["success"]].append(tid)
         ranked = {}
         for label, k in ((True, k_success), (False, k_failure)):
-            ids = found[label]
-            if len(ids) < k:
-                ids = ids + [t for t in self._label_search(qvec, k, label) if t not in ids]
-            sims = self.index.similarity(qvec, ids)
-            scored = [(t, sims[t]) for t in ids if sims[t] >= self.params.threshold]
-            scored.sort(key=lambda x: -x[1])
-            ranked[label] = scored[:k]
+            graph_ids = found[label]
+            extra = [t for t in self._label_search(qvec, k, label) if t not in graph_ids] if len(graph_ids) < k else []
+            ranked[label] = (self._by_similarity(qvec, graph_ids) + self._by_similarity(qvec, extra))[:k]
         return ranked[True], ranked[False]
+
+    def _by_similarity(self, qvec: np.ndarray, ids: list[str]) -> list[tuple[str, float]]:
+        sims = self.index.similarity(qvec, ids)
+        scored = [(t, sims[t]) for t in ids if sims[t] >= self.params.threshold]
+        scored.sort(key=lambda x: -x[1])
+        return scored
 
     def _rerank(self, successes: list[tuple[str, float]], task: str) -> list[tuple[str, float]]:
         scores = []
