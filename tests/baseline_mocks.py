@@ -155,7 +155,7 @@ register_mock_policy(POLICY, memory_policy)
 
 def client(tmp_path: Path | None = None, **options: Any) -> LLMClient:
     """A mock client answering with `memory_policy` (cached when a tmp_path is given)."""
-    spec = ModelSpec(label="mock", provider="mock", model="mock/test", options={"policy": POLICY, **options})
+    spec = ModelSpec(label="mock", provider="mock", model="mock/test", options={"policy": POLICY} | options)
     cache = ResponseCache(tmp_path / "cache.sqlite" if tmp_path else None, "read_write" if tmp_path else "off")
     return LLMClient({"mock": spec}, {"default": "mock"}, cache)
 
