@@ -48,6 +48,11 @@ class VectorIndex:
         self._mat = np.zeros((0, self.embedder.dim), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
 
+    @property
+    def row_ids(self) -> list[str | None]:
+        """Entry id of every matrix row (None = deleted): the order `scores` uses."""
+        return self._ids
+
     def embed(self, text: str) -> np.ndarray:
         return self.embedder.embed_one(text)
 
@@ -86,6 +91,9 @@ class VectorIndex:
         if self._dead > max(64, len(self._ids) // 4):
             self._compact()
 
+    def matrix_row(self, row: int) -> np.ndarray:
+        return self._mat[row]
+
     def vector(self, key: str) -> np.ndarray | None:
         row = self._row.get(key)
         return None if row is None else self._mat[row]
@@ -93,7 +101,7 @@ class VectorIndex:
     def scores(self, query: np.ndarray) -> tuple[list[str | None], np.ndarray]:
         """(row ids, cosine of every row); deleted rows score -inf."""
         n = len(self._ids)
-        sims = self._mat[:n] @ query
+        sims = _matvec(self._mat[:n], query)
         if self._dead:
             sims = np.where(self._alive[:n], sims, -np.inf)
         return self._ids, sims
@@ -103,7 +111,7 @@ class VectorIndex:
         present = [k for k in keys if k in self._row]
         if not present:
             return {}
-        sims = self._mat[[self._row[k] for k in present]] @ query
+        sims = _matvec(self._mat[[self._row[k] for k in present]], query)
         return {k: float(v) for k, v in zip(present, sims, strict=True)}
 
     def search(
@@ -117,21 +125,13 @@ class VectorIndex:
         """The k most similar entries passing `allow`, best first (ties: earlier entry first)."""
         if k <= 0 or not self._row:
             return []
+        return self.rank(query).top(k, allow=allow, min_score=min_score)
+
+    def rank(self, query: str | np.ndarray) -> Ranking:
+        """Every entry ordered by similarity to the query: one scan, several filtered top-k reads."""
         vec = self.embed(query) if isinstance(query, str) else query
         ids, sims = self.scores(vec)
-        order = np.argsort(-sims, kind="stable")
-        out: list[tuple[str, float]] = []
-        for row in order:
-            score = float(sims[row])
-            if score == -np.inf or (min_score is not None and score < min_score):
-                break
-            key = ids[row]
-            if key is None or (allow is not None and not allow(key)):
-                continue
-            out.append((key, score))
-            if len(out) >= k:
-                break
-        return out
+        return Ranking(ids, sims, np.argsort(-sims, kind="stable"))
 
     def _compact(self) -> None:
         keep = [r for r, key in enumerate(self._ids) if key is not None]
@@ -140,3 +140,34 @@ class VectorIndex:
         self._ids = [self._ids[r] for r in keep]
         self._row = {key: i for i, key in enumerate(self._ids) if key is not None}
         self._dead = 0
+
+
+class Ranking:
+    """The result of one scan of the index, read as often as needed."""
+
+    def __init__(self, ids: list[str | None], sims: np.ndarray, order: np.ndarray) -> None:
+        self.ids, self.sims, self.order = list(ids), sims, order
+
+    def top(
+        self, k: int, *, allow: Callable[[str], bool] | None = None, min_score: float | None = None
+    ) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        if k <= 0:
+            return out
+        for row in self.order:
+            score = float(self.sims[row])
+            if score == -np.inf or (min_score is not None and score < min_score):
+                break
+            key = self.ids[row]
+            if key is None or (allow is not None and not allow(key)):
+                continue
+            out.append((key, score))
+            if len(out) >= k:
+                break
+        return out
+
+
+def _matvec(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """mat @ vec without BLAS threads: a matrix-vector product gains nothing from them, and on shared
+    cores multithreaded BLAS spins and runs several times slower than this single-threaded loop."""
+    return np.einsum("ij,j->i", mat, vec)

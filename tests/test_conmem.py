@@ -143,3 +143,32 @@ def test_maintain_merges_near_duplicates_every_k_committed_tasks():
     merge = next(e for e in services.audit.read() if e["event"] == "merge")
     assert merge["memory_id"] == card["id"] and memory.store.edges == {}
     assert [i.id for i in memory.recall(bm.query(bm.SORT, "q"))] == [card["id"]]
+
+
+def test_mmr_matches_the_plain_greedy_definition():
+    import numpy as np
+
+    from baselines.conmem.retrieval import _mmr
+
+    memory, _ = conmem()
+    texts = [bm.SORT, bm.SORT_SIMILAR, bm.TRANSLATE, bm.SORT + " fast", "Reverse the words", bm.TRANSLATE + " now"]
+    for i, text in enumerate(texts):
+        memory.observe(bm.episode(text, f"t{i}", True))
+    index = memory.store.index
+    rows = np.array([r for r, cid in enumerate(index.row_ids) if cid is not None])
+    rng = np.random.default_rng(0)
+    scores = np.sort(rng.uniform(0.4, 0.9, rows.size))[::-1]
+    lam = 0.75
+
+    def naive(k):
+        chosen = [0]
+        while len(chosen) < min(k, rows.size):
+            values = []
+            for i in range(rows.size):
+                red = max(max(0.0, float(index.matrix_row(rows[i]) @ index.matrix_row(rows[c]))) for c in chosen)
+                values.append(-np.inf if i in chosen else lam * scores[i] - (1 - lam) * red)
+            chosen.append(int(np.argmax(values)))
+        return [int(rows[i]) for i in chosen]
+
+    for k in (1, 3, len(rows)):
+        assert _mmr(memory.store, rows, scores, k, lam) == naive(k)

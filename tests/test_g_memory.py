@@ -107,7 +107,9 @@ def test_graph_neighbours_keep_their_place_when_the_fallback_tops_up():
     qvec = memory.index.embed("alpha gamma delta theta")
     sims = memory.index.similarity(qvec, ["gm-t-0", "gm-t-1", "gm-t-2"])
     assert sims["gm-t-0"] > sims["gm-t-2"] > sims["gm-t-1"]  # Z is closer than the neighbour Y
-    successes, _ = memory._retrieve_trials(qvec, 3, 0)  # nearest node X, its neighbour Y, top-up Z
+    successes, _ = memory._retrieve_trials(
+        qvec, 3, 0, memory.index.rank(qvec)
+    )  # nearest node X, its neighbour Y, top-up Z
     assert [t for t, _ in successes] == ["gm-t-0", "gm-t-1", "gm-t-2"]
 
 

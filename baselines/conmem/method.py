@@ -416,7 +416,8 @@ class ConMem(MemoryMethod):
         for winner_id in (c["id"] for c in order):
             if winner_id in removed:
                 continue
-            terms, key = store.terms(winner_id), store.cluster_key(winner_id)
+            features = store.features(winner_id)
+            terms, key = features.terms, features.cluster_key
             candidates = store.pattern_related(store.cards[winner_id], terms, key)
             for loser_id in sorted((c for c in candidates if rank[c] > rank[winner_id]), key=rank.__getitem__):
                 if loser_id in removed:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from baselines.conmem.cards import SECTIONS, credibility, sections_of, tokens
+from baselines.conmem.cards import SECTIONS, tokens
 from baselines.conmem.store import CardStore
 
 # ConMem's task_needs_presets, keyed by this harness's benchmark names (a choice: PDDL is PDDL,
@@ -77,55 +77,47 @@ def _normalise(needs: dict[str, float]) -> dict[str, float]:
     return {s: max(0.0, needs.get(s, 0.0)) / total for s in SECTIONS}
 
 
-def _needs_score(card: dict[str, Any], needs: dict[str, float]) -> float:
-    return sum(needs[s] for s, t in sections_of(card).items() if t.strip())
-
-
 def retrieve(
     store: CardStore, query_text: str, qvec: np.ndarray, needs: dict[str, float], p: RetrievalParams
 ) -> list[str]:
-    """Triggered cards ranked and diversified: the activated set (steps 2-3)."""
+    """Triggered cards ranked and diversified: the activated set (steps 2-3), scored with array operations."""
     ids, sims = store.index.scores(qvec)
     rows = np.flatnonzero(sims >= p.min_relevance)
+    rows = rows[np.argsort(-sims[rows], kind="stable")]  # candidates by similarity, as ConMem scans them
+    if rows.size == 0:
+        return []
+    arrays = store.arrays()
     qtok = tokens(query_text)
-    scored: list[tuple[str, float]] = []
-    for row in rows[np.argsort(-sims[rows], kind="stable")]:
-        cid = ids[row]
-        if cid is None:
-            continue
-        sim = float(sims[row])
-        overlap = len(qtok & store.keyword_tokens(cid)) / len(qtok) if qtok else 0.0
-        if overlap < p.min_keyword_overlap:
-            continue
-        card = store.cards[cid]
-        trigger = 0.65 * sim + 0.35 * overlap
-        base = max(trigger, sim)
-        need = _needs_score(card, needs) if base >= 0.25 else 0.0
-        if base + need < p.activation:
-            continue
-        quality = card["admission_score"] if card["admission_score"] > 0 else 0.5
-        score = 0.30 * sim + 0.15 * trigger + 0.20 * need + 0.15 * credibility(card) + 0.20 * quality
-        scored.append((cid, score))
-    scored.sort(key=lambda x: -x[1])
-    return _mmr(store, scored, p.top_k, p.mmr_lambda)
+    columns = [arrays.vocabulary[t] for t in qtok if t in arrays.vocabulary]
+    hits = np.asarray(arrays.keywords[rows][:, columns].sum(axis=1)).ravel() if columns else np.zeros(rows.size)
+    overlap = hits / len(qtok) if qtok else np.zeros(rows.size)
+    sim = sims[rows].astype(np.float64)
+    trigger = 0.65 * sim + 0.35 * overlap
+    base = np.maximum(trigger, sim)
+    filled = arrays.sections[rows]
+    need = sum(filled[:, i] * needs[s] for i, s in enumerate(SECTIONS)) * (base >= 0.25)
+    fires = (sim >= p.min_relevance) & (overlap >= p.min_keyword_overlap) & (base + need >= p.activation)
+    score = 0.30 * sim + 0.15 * trigger + 0.20 * need + 0.15 * arrays.credibility[rows] + 0.20 * arrays.quality[rows]
+    keep = np.flatnonzero(fires)
+    keep = keep[np.argsort(-score[keep], kind="stable")]
+    chosen = _mmr(store, rows[keep], score[keep], p.top_k, p.mmr_lambda)
+    return [ids[r] for r in chosen]  # type: ignore[misc]  # gated rows are live entries
 
 
-def _mmr(store: CardStore, scored: list[tuple[str, float]], k: int, lam: float) -> list[str]:
-    chosen: list[str] = []
-    remaining = list(scored)
-    while remaining and len(chosen) < k:
-        if not chosen:
-            chosen.append(remaining.pop(0)[0])
-            continue
-        best, best_value = 0, -np.inf
-        picked = np.stack([store.index.vector(c) for c in chosen])
-        for i, (cid, score) in enumerate(remaining):
-            redundancy = max(0.0, float(np.max(picked @ store.index.vector(cid))))
-            value = lam * score - (1 - lam) * redundancy
-            if value > best_value:
-                best, best_value = i, value
-        chosen.append(remaining.pop(best)[0])
-    return chosen
+def _mmr(store: CardStore, rows: np.ndarray, scores: np.ndarray, k: int, lam: float) -> list[int]:
+    """Maximal marginal relevance over index rows sorted by score: each round picks the first row with
+    the highest lam * score - (1 - lam) * max(0, cosine to the rows already chosen)."""
+    if rows.size == 0 or k <= 0:
+        return []
+    chosen = [0]
+    redundancy = np.zeros(rows.size)
+    while len(chosen) < min(k, rows.size):
+        _, sims = store.index.scores(store.index.matrix_row(int(rows[chosen[-1]])))
+        redundancy = np.maximum(redundancy, np.maximum(0.0, sims[rows]))
+        value = lam * scores - (1 - lam) * redundancy
+        value[chosen] = -np.inf
+        chosen.append(int(np.argmax(value)))
+    return [int(rows[i]) for i in chosen]
 
 
 def expand(store: CardStore, activated: list[str], task_text: str, p: RetrievalParams) -> tuple[list[str], list[dict]]:

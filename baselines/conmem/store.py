@@ -10,13 +10,38 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import sparse
 
 from aecg_bench.llm.embeddings import Embedder
-from baselines.conmem.cards import activation_text, pattern_features, tokens, trigger_text
+from baselines.conmem.cards import SECTIONS, activation_text, credibility, pattern_features, tokens, trigger_text
 from baselines.index import VectorIndex
 
 MIN_SHARED_TERMS = 2  # cross_task_signature_min_overlap
+
+
+class CardArrays(NamedTuple):
+    """Per index row (see VectorIndex.row_ids), what the trigger and ranking rules read, so one recall
+    scores every gated card with array operations instead of a Python loop."""
+
+    keywords: sparse.csr_matrix  # row x vocabulary: 1 where the card's trigger text has the keyword
+    vocabulary: dict[str, int]
+    sections: np.ndarray  # row x 4: which sections are filled
+    credibility: np.ndarray
+    quality: np.ndarray
+
+
+class CardFeatures(NamedTuple):
+    """What retrieval and merging read of a card, computed once per card version."""
+
+    keywords: set[str]
+    terms: frozenset[str]
+    cluster_key: str
+    sections: tuple[bool, ...]  # which of state / plan / exec / eval are filled
+    credibility: float
+    quality: float
 
 
 class CardStore:
@@ -25,10 +50,11 @@ class CardStore:
         self.cards: dict[str, dict[str, Any]] = {}
         self.edges: dict[tuple[str, str], dict[str, Any]] = {}
         self._index: VectorIndex | None = None
-        self._features: dict[str, tuple[set[str], frozenset[str], str]] = {}
+        self._features: dict[str, CardFeatures] = {}
         self._postings: dict[str, set[str]] = {}
         self._clusters: dict[str, set[str]] = {}
         self._touch: dict[str, set[tuple[str, str]]] | None = None
+        self._arrays: CardArrays | None = None
 
     # -- derived ---------------------------------------------------------------
 
@@ -44,36 +70,55 @@ class CardStore:
     def _derive(self, cid: str) -> None:
         card = self.cards[cid]
         terms, key = pattern_features(card)
-        self._features[cid] = (tokens(trigger_text(card)), terms, key)
+        self._features[cid] = CardFeatures(
+            keywords=tokens(trigger_text(card)),
+            terms=terms,
+            cluster_key=key,
+            sections=tuple(bool(card["sections"].get(s, "").strip()) for s in SECTIONS),
+            credibility=credibility(card),
+            quality=card["admission_score"] if card["admission_score"] > 0 else 0.5,  # retrieval_quality_fallback
+        )
         for t in terms:
             self._postings.setdefault(t, set()).add(cid)
         self._clusters.setdefault(key, set()).add(cid)
 
     def _underive(self, cid: str) -> None:
-        _, terms, key = self._features.pop(cid)
-        for t in terms:
+        features = self._features.pop(cid)
+        for t in features.terms:
             self._postings[t].discard(cid)
-        self._clusters[key].discard(cid)
+        self._clusters[features.cluster_key].discard(cid)
 
-    def keyword_tokens(self, cid: str) -> set[str]:
-        return self._featured()[cid][0]
+    def arrays(self) -> CardArrays:
+        """Row-aligned feature arrays, rebuilt after the cards change."""
+        if self._arrays is None:
+            rows = self.index.row_ids
+            vocabulary: dict[str, int] = {}
+            indptr, indices = [0], []
+            sections = np.zeros((len(rows), 4))
+            cred, qual = np.zeros(len(rows)), np.zeros(len(rows))
+            for r, cid in enumerate(rows):
+                if cid is not None:
+                    f = self._features[cid]
+                    indices += [vocabulary.setdefault(t, len(vocabulary)) for t in sorted(f.keywords)]
+                    sections[r] = f.sections
+                    cred[r], qual[r] = f.credibility, f.quality
+                indptr.append(len(indices))
+            data = np.ones(len(indices))
+            keywords = sparse.csr_matrix((data, indices, indptr), shape=(len(rows), max(1, len(vocabulary))))
+            self._arrays = CardArrays(keywords, vocabulary, sections, cred, qual)
+        return self._arrays
 
-    def terms(self, cid: str) -> frozenset[str]:
-        return self._featured()[cid][1]
-
-    def cluster_key(self, cid: str) -> str:
-        return self._featured()[cid][2]
-
-    def _featured(self) -> dict[str, tuple[set[str], frozenset[str], str]]:
+    def features(self, cid: str) -> CardFeatures:
         """Per-card features, derived together with the index."""
         _ = self.index
-        return self._features
+        return self._features[cid]
 
     # -- cards -----------------------------------------------------------------
 
     def put(self, card: dict[str, Any]) -> None:
         """Insert or replace a card (re-embedded and re-featured)."""
         index = self.index
+        self._arrays = None
         if card["id"] in self.cards:
             self._underive(card["id"])
         self.cards[card["id"]] = card
@@ -81,6 +126,7 @@ class CardStore:
         self._derive(card["id"])
 
     def remove(self, cid: str) -> None:
+        self._arrays = None
         self.index.remove([cid])
         self._underive(cid)
         del self.cards[cid]
@@ -131,7 +177,7 @@ class CardStore:
         self.cards = {c["id"]: copy.deepcopy(c) for c in state["cards"]}
         self.edges = {(e["src"], e["dst"]): dict(e) for e in state["edges"]}
         self._index, self._features, self._postings, self._clusters = None, {}, {}, {}
-        self._touch = None
+        self._touch, self._arrays = None, None
 
 
 def _same_domain(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -92,7 +92,7 @@ from aecg_bench.types import Episode, MemoryItem, RecallQuery
 from baselines.g_memory import prompts as P
 from baselines.g_memory.insights import InsightBook, parse_operations
 from baselines.g_memory.task_graph import TaskGraph
-from baselines.index import VectorIndex, embedder_of
+from baselines.index import Ranking, VectorIndex, embedder_of
 from baselines.llm_calls import ask, numbered_list, skip, stable_seed
 from baselines.trajectory_text import clip, interaction_graph, render_trajectory
 
@@ -164,12 +164,13 @@ class GMemory(MemoryMethod):
         p = self.params
         task = query.task.instruction
         qvec = self.index.embed(task)
-        successes, failures = self._retrieve_trials(qvec, 2 * p.successful_topk, 2 * p.failed_topk)
+        ranking = self.index.rank(qvec)  # one scan serves every search of this recall
+        successes, failures = self._retrieve_trials(qvec, 2 * p.successful_topk, 2 * p.failed_topk, ranking)
         if p.rerank_with_llm and successes:
             successes = self._rerank(successes, task)
         shown = successes[: p.successful_topk] + (failures[: p.failed_topk] if p.include_failed_trials else [])
         items = [self._trial_item(self.trials[tid], score, query) for tid, score in shown]
-        for rule in self._insights_for(qvec, task, 2 * p.insights_topk)[: p.insights_topk]:
+        for rule in self._insights_for(ranking, task, 2 * p.insights_topk)[: p.insights_topk]:
             items.append(
                 MemoryItem(
                     id=rule["id"],
@@ -182,17 +183,16 @@ class GMemory(MemoryMethod):
             )
         return items
 
-    def _label_search(self, qvec: np.ndarray, k: int, success: bool) -> list[str]:
-        hits = self.index.search(qvec, k, allow=lambda tid: self.trials[tid]["success"] is success)
-        return [tid for tid, _ in hits]
+    def _label_search(self, ranking: Ranking, k: int, success: bool) -> list[str]:
+        return [tid for tid, _ in ranking.top(k, allow=lambda tid: self.trials[tid]["success"] is success)]
 
     def _retrieve_trials(
-        self, qvec: np.ndarray, k_success: int, k_failure: int
+        self, qvec: np.ndarray, k_success: int, k_failure: int, ranking: Ranking
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """Trials of the nearest task nodes and their hop neighbours, topped up by similarity search
         when there are too few (fix 2): graph results keep their places, each group ranked by similarity."""
         n_nodes = max((k_success + k_failure) // 2, 1)
-        nearest = list(dict.fromkeys(self.trials[tid]["task_main"] for tid, _ in self.index.search(qvec, n_nodes)))
+        nearest = list(dict.fromkeys(self.trials[tid]["task_main"] for tid, _ in ranking.top(n_nodes)))
         found: dict[bool, list[str]] = {True: [], False: []}
         for node in self.graph.within_hops(nearest, self.params.hop):
             for tid in reversed(self.by_main.get(node, [])):  # newest trial of a task first
@@ -200,7 +200,9 @@ class GMemory(MemoryMethod):
         ranked = {}
         for label, k in ((True, k_success), (False, k_failure)):
             graph_ids = found[label]
-            extra = [t for t in self._label_search(qvec, k, label) if t not in graph_ids] if len(graph_ids) < k else []
+            extra = (
+                [t for t in self._label_search(ranking, k, label) if t not in graph_ids] if len(graph_ids) < k else []
+            )
             ranked[label] = (self._by_similarity(qvec, graph_ids) + self._by_similarity(qvec, extra))[:k]
         return ranked[True], ranked[False]
 
@@ -226,8 +228,8 @@ class GMemory(MemoryMethod):
         order = sorted(range(len(successes)), key=lambda i: -scores[i])
         return [successes[i] for i in order]
 
-    def _insights_for(self, qvec: np.ndarray, task: str, k: int) -> list[dict[str, Any]]:
-        related = self._label_search(qvec, 4, True) + self._label_search(qvec, 2, False)
+    def _insights_for(self, ranking: Ranking, task: str, k: int) -> list[dict[str, Any]]:
+        related = self._label_search(ranking, 4, True) + self._label_search(ranking, 2, False)
         mains = [self.trials[t]["task_main"] for t in related] + [task]
         counts: Counter[str] = Counter()
         for rule in self.book.rules:
@@ -343,9 +345,9 @@ class GMemory(MemoryMethod):
         trial_ids = list(self.trials)
         for _ in range(self.params.insights_point_num):
             t = self.trials[rng.choice(trial_ids)]
-            qvec = self.index.embed(t["task_main"])
-            succ = self._label_search(qvec, 3, True)
-            fail = self._label_search(qvec, 1, False)
+            ranking = self.index.rank(t["task_main"])
+            succ = self._label_search(ranking, 3, True)
+            fail = self._label_search(ranking, 1, False)
             own = succ if t["success"] else fail
             if t["id"] not in own:
                 own.append(t["id"])
