@@ -47,14 +47,19 @@ def render_trajectory(
     utterance_chars: int = 300,
     skip_negative_reward: bool = False,
 ) -> str:
-    """Numbered actions and observations; with_agents adds, under each step, what the other
-    agents said before it (the decisions at that step that did not act themselves)."""
-    by_step: dict[int, list[DecisionNode]] = {}
+    """Numbered actions and observations; with_agents adds what the other agents said: decisions
+    tied to no step (plans, routing) after the initial observation, and under each step the
+    decisions at that step that did not act themselves."""
+    by_step: dict[int | None, list[DecisionNode]] = {}
     if with_agents:
         for d in traj.decisions:
-            if d.step is not None:
-                by_step.setdefault(d.step, []).append(d)
+            by_step.setdefault(d.step, []).append(d)
     lines = [f"Initial observation: {traj.initial_observation.strip()}"] if traj.initial_observation else []
+    lines += [
+        f"  [{d.agent}/{d.role}] {one_line(d.output, utterance_chars)}"
+        for d in by_step.get(None, ())
+        if d.output.strip()
+    ]
     for s in traj.steps:
         if skip_negative_reward and s.observation.reward < 0:
             continue

@@ -17,14 +17,14 @@ What is stored, in three tiers:
 
 When and how it is recalled (G-Memory's retrieve_memory with the frameworks'
 settings): the nearest task nodes (by embedding) are expanded by `hop` hops
-in the query graph; their trials are split by label, topped up by plain
-similarity search when too few successes (or failures) were found, filtered
-by `threshold` and ranked by similarity; the `successful_topk` best successful
-trials are returned with their key steps. Insights are ranked by how many of
-the query and its 4 most similar successful and 2 most similar failed trials
-they are linked to; the best `insights_topk` are returned. Failed trials are
-retrieved but not shown, as in every G-Memory framework (`include_failed_trials`
-shows them).
+in the query graph; their trials are split by label and ranked by
+similarity, then topped up by plain similarity search when fewer than twice
+the wanted number were found, and filtered by `threshold`; the first
+`successful_topk` successful trials are returned with their key steps.
+Insights are ranked by how many of the query and its 4 most similar
+successful and 2 most similar failed trials they are linked to; the best
+`insights_topk` are returned. Failed trials are retrieved but not shown, as
+in every G-Memory framework (`include_failed_trials` shows them).
 
 How it learns from outcomes: when a task's episode is observed, every insight
 that task recalled gets +1 on success and -2 on failure (G-Memory's
@@ -34,7 +34,11 @@ trials and then every `rounds_per_insights` trials: for `insights_point_num`
 sampled trials, similar successes and failures are compared (success/failure
 pairs, then chunks of successes) and the LLM edits the related rules with
 AGREE/REMOVE/EDIT/ADD operations; every `merge_every` trials the tasks are
-clustered and each cluster's rules are merged by the LLM.
+clustered and each cluster's rules are merged by the LLM. The original runs
+both inside add_memory when the trial count reaches a multiple; here
+`maintain` runs every round that came due since the last call, so with
+`protocol.maintain_every=5` the cadence is exactly the original's and with a
+larger interval the same rounds run a little later.
 
 Hyperparameters (sources): hop 1, start_insights_threshold 5,
 rounds_per_insights 5, insights_point_num 5, merge every 20 trials, at most 10
@@ -67,9 +71,10 @@ Further defects, also fixed:
 6. The merge limit is (batch // 3) // 3, i.e. "no more than 0 insights" for
    fewer than 9 rules; here it is max(1, batch // 3). A merge reply without
    a numbered list keeps the batch's rules instead of deleting them.
-7. Insight backward matches rules by substring; here by id. Scores use
-   seeded randomness (the original shuffles with the global RNG) and
-   order-preserving task lists (the original uses set(), whose order varies).
+7. Insight backward matches rules by substring; here by id. Sampling and
+   shuffling use seeded generators (the original uses the global RNG) and
+   task lists keep their order (the original uses set(), whose order varies),
+   so runs are deterministic.
 Deviations: tasks are clustered for merging by the connected components of
 the query graph instead of FINCH (no extra dependency; same role); role
 projection of insights (`use_projector`, off by default) and the
