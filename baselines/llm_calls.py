@@ -48,8 +48,9 @@ def ask(
 
 
 def skip(method: MemoryMethod, purpose: str, reply: str | None, **data: Any) -> None:
-    """Audit a reply that could not be used."""
-    method.audit.record("skip", purpose=purpose, reason="unparsable", reply=(reply or "")[:500], **data)
+    """Audit a reply that could not be used (None: no reply, already audited by `ask`)."""
+    if reply is not None:
+        method.audit.record("skip", purpose=purpose, reason="unparsable", reply=reply[:500], **data)
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)

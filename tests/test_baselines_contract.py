@@ -12,7 +12,7 @@ from aecg_bench import registry
 from aecg_bench.contracts import MemoryMethod, MemoryServices
 from aecg_bench.errors import InfraError
 from aecg_bench.llm import LLMClient, ModelSpec, RetryPolicy, UsageMeter
-from aecg_bench.llm.providers import Provider, TransientProviderError
+from aecg_bench.llm.providers import ContextLimitError, Provider, TransientProviderError
 from tests import baseline_mocks as bm
 
 BASELINES = ["memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m"]
@@ -138,6 +138,23 @@ def test_a_provider_failure_leaves_the_memory_as_it_was(name):
     with pytest.raises(InfraError):
         memory.observe(bm.episode(bm.SORT, "x", False, recalled=recalled))
     assert memory.state_dict() == before
+
+
+class TooLongProvider(Provider):
+    def __call__(self, spec, request):
+        raise ContextLimitError("prompt exceeds the context window")
+
+
+@pytest.mark.parametrize("name", USES_LLM)
+def test_a_prompt_over_the_context_window_is_skipped_and_audited(name):
+    memory = build(name, bm.services())
+    spec = ModelSpec(label="small", provider="mock", model="small/x")
+    memory.services.llm = LLMClient({"small": spec}, {"default": "small"}, providers={"mock": TooLongProvider()})
+    memory.observe(bm.episode(bm.SORT, "x", False))
+    memory.maintain(1)
+    events = memory.audit.read()
+    assert events and all(e["event"] != "skip" or e["reason"] == "context_limit" for e in events)
+    assert any(e.get("reason") == "context_limit" for e in events)
 
 
 @pytest.mark.parametrize("name", ["g_memory", "conmem"])
