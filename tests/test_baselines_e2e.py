@@ -27,6 +27,12 @@ def run_dir(final: dict) -> RunDir:
     return RunDir(path / f"seed={labels['seed']}")
 
 
+def memory_state(rd: RunDir) -> dict:
+    """The memory's state in the newest snapshot (newer runners store {"memory", "framework"} states)."""
+    state = json.loads(sorted((rd.path / "memory").glob("snapshot-*.json"))[-1].read_text())["state"]
+    return state["memory"] if set(state) == {"memory", "framework"} else state
+
+
 def check_run(final: dict, name: str, n: int) -> tuple[RunDir, list[dict]]:
     assert final["status"] == "complete", final.get("failures")
     rd = run_dir(final)
@@ -35,8 +41,7 @@ def check_run(final: dict, name: str, n: int) -> tuple[RunDir, list[dict]]:
     assert all(r["learned"] for r in records)
     audit = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
     assert Counter(e["event"] for e in audit)["admit"] > 0
-    snapshot = json.loads(sorted((rd.path / "memory").glob("snapshot-*.json"))[-1].read_text())
-    state = snapshot["state"]
+    state = memory_state(rd)
     fresh = registry.build("memory", name, {}, services=MemoryServices(llm=None, embedder=None, audit=AuditLog()))
     fresh.load_state_dict(state)
     assert fresh.state_dict() == state
@@ -81,7 +86,7 @@ def test_reasoningbank_learns_from_the_llm_judge_label(make_config):
     )
     rd, records = check_run(final, "reasoningbank", 3)
     assert all(r["label"] == {"success": False, "source": "llm_judge"} for r in records)
-    entries = json.loads(sorted((rd.path / "memory").glob("snapshot-*.json"))[-1].read_text())["state"]["entries"]
+    entries = memory_state(rd)["entries"]
     assert {e["label_source"] for e in entries} == {"llm_judge"} and not any(e["success"] for e in entries)
 
 
