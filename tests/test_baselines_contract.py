@@ -185,3 +185,25 @@ def test_bad_params_fail_with_one_clear_line(name):
 
     with pytest.raises(ConfigError, match="unknown key 'top_kk'"):
         registry.build("memory", name, {"top_kk": 1}, services=bm.services())
+
+
+@pytest.mark.parametrize("name", USES_LLM)
+def test_prompts_are_fully_filled_in(name):
+    import re
+
+    from aecg_bench.llm.mock import register_mock_policy
+
+    sent: list[str] = []
+
+    def recording(request, spec):
+        sent.extend(str(m.get("content") or "") for m in request.messages)
+        return bm.memory_policy(request, spec)
+
+    register_mock_policy("baselines_recording", recording)
+    services = bm.services()
+    services.llm = bm.client(policy="baselines_recording")
+    feed(build(name, services, **({"rerank_with_llm": True} if name == "g_memory" else {})))
+    assert sent
+    for text in sent:
+        assert "{{" not in text and "}}" not in text
+        assert not re.search(r"\{[a-z_0-9]+\}", text), text[:200]

@@ -37,19 +37,19 @@ paths, exact answers and surface wording, and collapse steps that teach the same
 
 Wrap the output in <cards> tags holding a JSON array:
 <cards>
-[{{
-  "structured_content": {{
+[{
+  "structured_content": {
     "state": "general problem type, preconditions, constraint patterns (optional)",
     "plan": "reusable strategy or step structure (optional)",
     "exec": "generalisable execution patterns, tool-use techniques (optional)",
     "eval": "transferable evaluation criteria, failure modes, recovery lessons (optional)"
-  }},
+  },
   "trigger_semantics": ["when to use this card", "another activation phrase"],
   "summary": "one-sentence reusable pattern",
   "evidence": "outcome: success/failure + brief reason",
   "source_agent": "primary agent role",
   "source_steps": [1, 2]
-}}]
+}]
 </cards>
 
 Rules:
