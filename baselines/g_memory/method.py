@@ -410,7 +410,7 @@ class GMemory(MemoryMethod):
         for cluster in self.graph.components():
             texts = [r["rule"] for r in book.related(cluster, 1)]
             out: list[str] = []
-            for batch in _chunks(texts, 10):
+            for batch in (texts[i : i + 10] for i in range(0, len(texts), 10)):  # consecutive batches of 10
                 reply = ask(
                     self,
                     system=P.MERGE_SYSTEM,
