@@ -1,0 +1,264 @@
+"""Recall latency of the memory baselines as memory grows; prints its figures [target < 50 ms at 10,000].
+
+For each baseline, a synthetic memory of N stored units (MemoryBank memories,
+ReasoningBank entries of 3 items, G-Memory trials with a query graph and 20
+insights, ConMem cards with a relation graph, MacNet-M solutions) is loaded
+through `load_state_dict`, exactly as a resumed run loads a snapshot. The
+first recall builds the derived indexes (reported as "load"); then distinct
+queries are timed one by one (median and p95). Texts are drawn from a Zipf-like
+vocabulary of pseudo-words, so queries overlap some entries and not others, as
+task texts do. No LLM is called (G-Memory's optional LLM reranking is off, as
+by default); query embedding is included, with the run's default embedder.
+
+Usage: python scripts/perf/recall_latency.py [--sizes 1000 10000] [--queries 200] [--embedder lexical]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aecg_bench import registry
+from aecg_bench.audit import AuditLog
+from aecg_bench.contracts import MemoryMethod, MemoryServices
+from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.types import RecallQuery, Task
+
+TARGET_MS = 50.0
+BASELINES = ("memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m")
+ROLES = ("actor", "planner", "critic")
+
+
+class Texts:
+    """Task-like sentences over a Zipf-distributed vocabulary of alphabetic pseudo-words."""
+
+    def __init__(self, seed: int = 0, vocabulary: int = 3000) -> None:
+        self.rng = random.Random(seed)
+        syllables = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+        words = {"".join(self.rng.choice(syllables) for _ in range(self.rng.randint(2, 4))) for _ in range(vocabulary)}
+        self.words = sorted(words)
+        self.weights = [1.0 / (rank + 1) for rank in range(len(self.words))]
+
+    def sentence(self, n: int = 10) -> str:
+        return " ".join(self.rng.choices(self.words, self.weights, k=n))
+
+
+def _memorybank(t: Texts, n: int) -> dict[str, Any]:
+    memories = [
+        {
+            "id": f"mb-{i}",
+            "task_id": f"t{i}",
+            "instruction": t.sentence(),
+            "summary": t.sentence(30),
+            "success": i % 3 != 0,
+            "excerpt": t.sentence(60),
+            "strength": 1.0 + i % 3,
+            "created": i,
+            "last_recall": i,
+        }
+        for i in range(n)
+    ]
+    return {"clock": n, "next_id": n, "memories": memories}
+
+
+def _reasoningbank(t: Texts, n: int) -> dict[str, Any]:
+    entries = [
+        {
+            "id": f"rb-{i}",
+            "query": t.sentence(),
+            "task_id": f"t{i}",
+            "success": i % 3 != 0,
+            "origin": "induced",
+            "label_source": "environment",
+            "models": ["mock"],
+            "items": [
+                {"title": t.sentence(4), "description": t.sentence(12), "content": t.sentence(30)} for _ in range(3)
+            ],
+        }
+        for i in range(n)
+    ]
+    return {"next_id": n, "entries": entries}
+
+
+def _g_memory(t: Texts, n: int) -> dict[str, Any]:
+    rng = random.Random(1)
+    mains = [t.sentence() for _ in range(n)]
+    trials = [
+        {
+            "id": f"gm-t-{i}",
+            "task_id": f"t{i}",
+            "task_main": mains[i],
+            "success": i % 3 != 0,
+            "key_steps": t.sentence(40),
+            "fail_reason": "" if i % 3 else t.sentence(20),
+            "trajectory": t.sentence(120),
+            "graph": {
+                "nodes": [{"id": "d0", "agent": "solver", "role": "actor", "level": "agent", "step": 0, "output": "x"}],
+                "edges": [],
+            },
+        }
+        for i in range(n)
+    ]
+    adj: dict[str, dict[str, float]] = {m: {} for m in mains}
+    for i, m in enumerate(mains):  # a few similarity edges per task, as the query graph holds
+        for j in rng.sample(range(n), min(3, n)):
+            if j != i:
+                adj[m][mains[j]] = adj[mains[j]][m] = 0.9
+    rules = [
+        {
+            "id": f"gm-i-{k}",
+            "rule": t.sentence(15) + ", because it helps.",
+            "score": 2 + k % 3,
+            "positive": rng.sample(mains, min(len(mains), 50)),
+            "negative": [],
+        }
+        for k in range(20)
+    ]
+    return {
+        "next_trial": n,
+        "maintained_size": n,
+        "trials": trials,
+        "graph": {"adj": [[node, [[b, w] for b, w in nbrs.items()]] for node, nbrs in adj.items()]},
+        "insights": {"rules": rules, "next_id": 20},
+    }
+
+
+def _conmem(t: Texts, n: int) -> dict[str, Any]:
+    rng = random.Random(2)
+    outcomes = ("success", "failure", "partial")
+    cards = []
+    for i in range(n):
+        outcome = outcomes[i % 3]
+        cards.append(
+            {
+                "id": f"cm-{i}",
+                "task_id": f"t{i}",
+                "domain": "perf",
+                "task_description": t.sentence(),
+                "sections": {"state": t.sentence(15), "plan": t.sentence(20), "exec": "", "eval": t.sentence(15)},
+                "triggers": [t.sentence(6), t.sentence(6)],
+                "summary": t.sentence(15),
+                "evidence": f"outcome: {outcome}.",
+                "provenance": {
+                    "source_task_id": f"t{i}",
+                    "source_agent": "solver",
+                    "source_steps": [1],
+                    "outcome": outcome,
+                    "reflection_quality": 1.0,
+                    "label_source": "environment",
+                },
+                "quality": {"reliability": 0.7, "novelty": 0.8, "relevance": 1.0, "utility": 0.8},
+                "admission_score": round(rng.uniform(0.5, 0.95), 6),
+                "create_round": i,
+                "access_count": 0,
+                "last_access_round": i,
+            }
+        )
+    relations = ("supports", "conflicts", "constrains", "satisfies")
+    edges = [
+        {"src": f"cm-{i}", "dst": f"cm-{j}", "relation": rng.choice(relations), "weight": 0.6}
+        for i in range(n)
+        for j in rng.sample(range(n), min(2, n))
+        if j != i
+    ]
+    return {"round": n, "next_id": n, "committed_tasks": n, "merge_passes": n // 20, "cards": cards, "edges": edges}
+
+
+def _macnet_m(t: Texts, n: int) -> dict[str, Any]:
+    solutions = []
+    for i in range(n):
+        instruction = t.sentence()
+        solutions.append(
+            {
+                "id": f"mn-{i}",
+                "task_id": f"t{i}",
+                "instruction": instruction,
+                "key": f"{instruction}\n{t.sentence(20)}",
+                "solution": t.sentence(80),
+                "critique": t.sentence(20),
+                "success": i % 3 != 0,
+            }
+        )
+    return {"next_id": n, "solutions": solutions}
+
+
+BUILDERS: dict[str, Callable[[Texts, int], dict[str, Any]]] = {
+    "memorybank": _memorybank,
+    "reasoningbank": _reasoningbank,
+    "g_memory": _g_memory,
+    "conmem": _conmem,
+    "macnet_m": _macnet_m,
+}
+
+
+def synthetic_memory(name: str, n: int, embedder: Embedder, seed: int = 0) -> tuple[MemoryMethod, dict[str, Any]]:
+    """A baseline holding n synthetic units, loaded as a snapshot would be; also returns the state."""
+    state = BUILDERS[name](Texts(seed), n)
+    services = MemoryServices(llm=None, embedder=embedder, audit=AuditLog(), seed=seed)
+    memory = registry.build("memory", name, {}, services=services)
+    memory.load_state_dict(state)
+    return memory, state
+
+
+def queries(count: int, seed: int = 1) -> list[RecallQuery]:
+    t = Texts(0)  # the vocabulary the memories were written in
+    t.rng = random.Random(seed)
+    return [
+        RecallQuery(
+            task=Task(id=f"q{i}", benchmark="perf", instruction=t.sentence()),
+            level="agent",
+            agent="solver",
+            role=ROLES[i % len(ROLES)],
+            context=t.sentence(12),
+        )
+        for i in range(count)
+    ]
+
+
+def measure(name: str, n: int, n_queries: int, embedder: Embedder) -> dict[str, float]:
+    memory, _ = synthetic_memory(name, n, embedder)
+    qs = queries(n_queries + 1)
+    start = time.perf_counter()
+    memory.recall(qs[0])  # builds the derived indexes
+    load_s = time.perf_counter() - start
+    times, returned = [], 0
+    for q in qs[1:]:
+        start = time.perf_counter()
+        items = memory.recall(q)
+        times.append((time.perf_counter() - start) * 1000)
+        returned += len(items)
+    times.sort()
+    return {
+        "load_s": load_s,
+        "median_ms": statistics.median(times),
+        "p95_ms": times[max(0, int(0.95 * len(times)) - 1)],
+        "items_per_recall": returned / len(times),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=["lexical", "minilm"], default="lexical")
+    parser.add_argument("--only", nargs="+", choices=BASELINES, default=list(BASELINES))
+    args = parser.parse_args()
+    embedder = Embedder(args.embedder)
+    print(f"recall latency, {args.queries} distinct queries, embedder={args.embedder}  [target < {TARGET_MS:.0f} ms]")
+    print(f"{'baseline':<14}{'stored':>8}{'load s':>9}{'median ms':>11}{'p95 ms':>9}{'items':>7}  verdict")
+    for name in args.only:
+        for n in args.sizes:
+            r = measure(name, n, args.queries, embedder)
+            verdict = "OK" if r["p95_ms"] < TARGET_MS else "ABOVE TARGET"
+            print(
+                f"{name:<14}{n:>8}{r['load_s']:>9.2f}{r['median_ms']:>11.2f}{r['p95_ms']:>9.2f}"
+                f"{r['items_per_recall']:>7.1f}  {verdict}"
+            )
+
+
+if __name__ == "__main__":
+    main()
