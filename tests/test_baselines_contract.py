@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import baseline_mocks as bm
 import pytest
 
 from aecg_bench import registry
@@ -13,7 +14,6 @@ from aecg_bench.contracts import MemoryMethod, MemoryServices
 from aecg_bench.errors import InfraError
 from aecg_bench.llm import LLMClient, ModelSpec, RetryPolicy, UsageMeter
 from aecg_bench.llm.providers import ContextLimitError, Provider, TransientProviderError
-from tests import baseline_mocks as bm
 
 BASELINES = ["memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m"]
 USES_LLM = ["memorybank", "reasoningbank", "g_memory", "conmem"]

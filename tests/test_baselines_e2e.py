@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import baseline_mocks  # noqa: F401 (registers the `baselines_memory` mock policy)
 import pytest
 
 from aecg_bench import registry
@@ -14,7 +15,6 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
-from tests import baseline_mocks  # noqa: F401 (registers the `baselines_memory` mock policy)
 
 BASELINES = ["memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m"]
 MOCK = ["model.models.mock.options.policy=baselines_memory", "+model.models.mock.options.error_rate=0.25"]

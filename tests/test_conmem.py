@@ -3,11 +3,12 @@ a token budget, the card graph, and the periodic merge of near-duplicates."""
 
 from __future__ import annotations
 
+import baseline_mocks as bm
+
 from aecg_bench import registry
 from aecg_bench.llm import UsageMeter
 from baselines.conmem.cards import reliability, utility
 from baselines.conmem.render import normalize_role
-from tests import baseline_mocks as bm
 
 
 def conmem(**params):

@@ -3,13 +3,13 @@ and the fixes to the public code's defects."""
 
 from __future__ import annotations
 
+import baseline_mocks as bm
 import pytest
 
 from aecg_bench import registry
 from aecg_bench.llm import UsageMeter
 from aecg_bench.llm.mock import register_mock_policy
 from baselines.g_memory.insights import InsightBook, Operation, parse_operations
-from tests import baseline_mocks as bm
 
 
 def gmem(**params):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import baseline_mocks as bm
+
 from aecg_bench import registry
 from aecg_bench.types import Action, Observation, Step, Trajectory
 from baselines.trajectory_text import final_solution
-from tests import baseline_mocks as bm
 
 
 def memory_with(**params):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import baseline_mocks as bm
+
 from aecg_bench import registry
 from baselines.llm_calls import stable_uniform
-from tests import baseline_mocks as bm
 
 KEEP = {"time_unit_tasks": 1e6}  # no forgetting: isolates storage and recall
 

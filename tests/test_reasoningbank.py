@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import baseline_mocks as bm
 import pytest
 
 from aecg_bench import registry
 from aecg_bench.types import Outcome
 from baselines.reasoningbank import ReasoningItem, parse_items
-from tests import baseline_mocks as bm
 
 
 def bank(**params):
