@@ -8,6 +8,7 @@ and the log never holds an event twice.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from aecg_bench.types import to_jsonable
 
 
 class AuditLog:
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, redact: Callable[[Any], Any] | None = None) -> None:
         self.path = path
+        self.redact = redact or (lambda obj: obj)
         self.seq = 0
         self.context: dict[str, Any] = {}  # e.g. {"sample_id": ..., "position": ...}
         self.events: list[dict[str, Any]] = []  # kept in memory only when there is no file
@@ -25,7 +27,7 @@ class AuditLog:
 
     def record(self, event: str, **data: Any) -> dict[str, Any]:
         self.seq += 1
-        entry = {"seq": self.seq, "event": event, **self.context, **to_jsonable(data)}
+        entry = self.redact({"seq": self.seq, "event": event, **self.context, **to_jsonable(data)})
         if self.path is None:
             self.events.append(entry)
         else:

@@ -30,7 +30,7 @@ REGISTRY: dict[str, dict[str, str]] = {
     },
     "memory": {
         "no_memory": "baselines.no_memory:NoMemory",
-        "recorder": "aecg_bench.testing:RecorderMemory",
+        "recorder": "aecg_bench.testing.memory:RecorderMemory",
         "aecg": "aecg_bench.aecg.method:AECGMemory",
         "memorybank": "baselines.memorybank:MemoryBank",
         "reasoningbank": "baselines.reasoningbank:ReasoningBank",

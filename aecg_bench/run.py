@@ -11,6 +11,7 @@ run.json and the sweep goes on.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,49 @@ def check_overrides(argv: list[str]) -> None:
         for choice in value.split(","):
             if choice.strip() not in choices:
                 raise unknown_choice(key, choice.strip(), choices)
+
+
+def precheck(argv: list[str]) -> None:
+    """Compose and validate the command's config (first value of each sweep) before Hydra runs,
+    so a typo fails in one line (with the valid keys) instead of a Hydra error block."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import ConfigCompositionException, OverrideParseException
+    from omegaconf import OmegaConf
+
+    from aecg_bench.errors import ConfigError
+    from aecg_bench.runner.config import parse_run_config, validate_components
+
+    args = [a for a in argv if not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(args)
+    except OverrideParseException as exc:
+        raise ConfigError(f"cannot parse overrides: {str(exc).splitlines()[0]}") from None
+    first = []
+    for ov in parsed:
+        if ov.get_key_element().startswith("hydra"):
+            continue
+        value = next(iter(ov.sweep_string_iterator())) if ov.is_sweep_override() else ov.get_value_element_as_str()
+        first.append(f"{ov.get_key_element()}={value}")
+
+    def _compose(overrides: list[str]) -> dict[str, Any]:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=overrides)
+        raw = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(raw, dict)
+        return raw
+
+    try:
+        raw = _compose(first)
+    except ConfigCompositionException as exc:
+        key = re.search(r"Could not override '([^']+)'", str(exc))
+        if key is None:
+            raise ConfigError(str(exc).strip().splitlines()[0]) from None
+        # Let the schema name the valid keys: re-add the unknown key and validate.
+        forced = [f"+{o}" if o.split("=", 1)[0] == key.group(1) else o for o in first]
+        validate_components(parse_run_config(_compose(forced)))
+        raise ConfigError(f"unknown key {key.group(1)!r}") from None
+    validate_components(parse_run_config(raw))
 
 
 def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str, Any] | None:
@@ -103,6 +147,7 @@ def _hydra_entry() -> None:
 def main() -> None:
     try:
         check_overrides(sys.argv[1:])
+        precheck(sys.argv[1:])
     except AecgBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -34,7 +34,7 @@ def test_tool_use_benchmark_runs_missions_with_a_scripted_user(make_config):
     rd = _run_dir(final)
     records = rd.records()
     assert all(r["success"] and r["metrics"]["missions_done"] == 2.0 for r in records)
-    episode = rd.read_trajectory(0, 1)["episodes"][0]["episode"]
+    episode = rd.read_trajectory(0, 1)["rollouts"][0]["episode"]
     kinds = [s["action"]["kind"] for s in episode["trajectory"]["steps"]]
     assert "tool" in kinds and "message" in kinds
     assert episode["trajectory"]["steps"][-1]["observation"]["done"] is True

@@ -32,6 +32,8 @@ def import_litellm() -> Any:
             litellm.suppress_debug_info = True
             litellm.telemetry = False
             litellm.drop_params = False
+            litellm.turn_off_message_logging = True  # prompts stay out of litellm's logging objects
+            litellm.disable_hf_tokenizer_download = True  # token counting must never reach the hub
             if not any(p.get("provider") == LOCAL_PROVIDER for p in litellm.custom_provider_map):
                 litellm.custom_provider_map = [
                     *litellm.custom_provider_map,

@@ -28,11 +28,11 @@ from aecg_bench.runner.execute import (
     Services,
     StreamItem,
     apply_item,
-    episodes_from_json,
-    episodes_to_json,
     execute_item,
     is_fatal,
     learns,
+    rollouts_from_json,
+    rollouts_to_json,
 )
 from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
@@ -50,9 +50,10 @@ def item_seed(plan: RunPlan, item: StreamItem) -> int:
 def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, Any]:
     """Execute (or resume) a run; returns the final run.json header."""
     cfg = plan.config
-    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync)
-    rd.create()
     redact = Redactor([s.api_key_env for s in services.llm.models.values() if s.api_key_env])
+    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
+    rd.create()
+    audit.redact = redact.deep
     header = _open_header(rd, plan)
     records = rd.records()
     _restore_memory(rd, plan, services, audit, records)
@@ -128,9 +129,9 @@ def _restore_memory(
         if item is None:
             continue
         if rec.get("learned"):
-            stored = episodes_from_json(rd.read_trajectory(rec["position"], rec["attempt"])["episodes"])
+            stored = rollouts_from_json(rd.read_trajectory(rec["position"], rec["attempt"])["rollouts"])
             _bind_memory_llm(services, audit, item, rec["seed"], UsageMeter())
-            apply_item(services.memory, item, ReplayRollout(stored), services.protocol)
+            apply_item(services.memory, item, ReplayRollout(services.memory, stored), services.protocol)
             replayed += 1
         if rec.get("maintain_round") is not None:
             services.memory.maintain(rec["maintain_round"])
@@ -166,9 +167,10 @@ def _run_item(
                 raise
             maintain_round, maintain_error = None, f"maintain failed: {type(exc).__name__}: {exc}"
             log.warning("%s", maintain_error)
-    rd.write_trajectory(item.position, attempt, redact.deep({"episodes": episodes_to_json(result.episodes)}))
-    record = make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error)
-    record = redact.deep(record)
+    rd.write_trajectory(item.position, attempt, {"rollouts": rollouts_to_json(result.rollouts)})
+    record = redact.deep(
+        make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error)
+    )
     rd.append_record(record)
     return record
 
@@ -206,7 +208,7 @@ def make_record(
         "invalid_actions": traj.invalid_actions if traj else 0,
         "decisions": len(traj.decisions) if traj else 0,
         "recalled_memory_ids": traj.recalled_memory_ids() if traj else [],
-        "n_rollouts": len(result.episodes),
+        "n_rollouts": len(result.rollouts),
         "learned": result.learned,
         "maintain_round": maintain_round,
         "maintain_error": maintain_error,

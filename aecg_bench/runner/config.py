@@ -15,6 +15,8 @@ from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.params import validate_params
 
+TRANSPORT_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_concurrency")
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -108,10 +110,25 @@ class RunConfig(_Strict):
         return self
 
     def identity_config(self) -> dict[str, Any]:
-        """The parts of the config that define what is measured."""
-        return self.model_dump(exclude={"runtime"})
+        """The parts of the config that define what is measured: not `runtime`, and not how a
+        model is reached (endpoint, timeout, concurrency, key variable), only which model it is."""
+        out = self.model_dump(exclude={"runtime"})
+        for spec in out["model"]["models"].values():
+            for key in TRANSPORT_FIELDS:
+                spec.pop(key, None)
+        return out
 
 
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
     return validate_params("config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment")})
+
+
+def validate_components(cfg: RunConfig) -> None:
+    """Check each component's params against its schema without building it (no data, no model)."""
+    from aecg_bench import registry
+
+    for group in ("benchmark", "framework", "memory"):
+        comp: ComponentConfig = getattr(cfg, group)
+        cls = registry.resolve(group, comp.name)
+        validate_params(f"{group} {comp.name!r}", cls.Params, comp.params)

@@ -29,11 +29,14 @@ from aecg_bench.llm.providers import ContextLimitError
 from aecg_bench.runner.labels import label
 from aecg_bench.types import (
     Episode,
+    MemoryItem,
+    RecallQuery,
     Sample,
     Score,
     Status,
     Trajectory,
     episode_from_dict,
+    task_from_dict,
     to_jsonable,
 )
 
@@ -71,30 +74,54 @@ class Services:
 @dataclass
 class ItemResult:
     status: Status
-    episodes: list[tuple[Episode, Score]] = field(default_factory=list)
+    rollouts: list[RolloutRecord] = field(default_factory=list)
     final: tuple[Episode, Score] | None = None
     error: str = ""
     learned: bool = False  # the memory method observed or built from this item
     seconds: float = 0.0
 
 
-class NoRecall(MemoryMethod):
-    """Stands in for the memory when a rollout asks to run without it."""
+class RecallLog(MemoryMethod):
+    """What a framework sees as memory during one rollout: forwards recalls and logs each query.
 
-    name = "no_recall"
+    Recall may change a method's state (MemoryBank reinforces what it recalls),
+    so replay after resume must re-issue the same queries in the same order;
+    this log is what makes that possible. With `enabled=False` it stands in for
+    a rollout that runs without memory.
+    """
+
+    name = "recall_log"
     version = "1"
 
-    def recall(self, query: Any) -> list:
-        return []
+    def __init__(self, inner: MemoryMethod, *, enabled: bool = True) -> None:
+        super().__init__(services=inner.services)
+        self.inner = inner
+        self.enabled = enabled
+        self.queries: list[RecallQuery] = []
+
+    def recall(self, query: RecallQuery) -> list[MemoryItem]:
+        if not self.enabled:
+            return []
+        self.queries.append(query)
+        return self.inner.recall(query)
 
     def observe(self, episode: Episode) -> None:
-        return None
+        raise RuntimeError("frameworks never call observe; the runner does")
 
     def state_dict(self) -> dict[str, Any]:
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class RolloutRecord:
+    """One rollout as stored: the labelled episode, its score, and the recalls it issued."""
+
+    episode: Episode
+    score: Score
+    recalls: tuple[RecallQuery, ...] = ()
 
 
 class EnvRollout(Rollout):
@@ -105,7 +132,7 @@ class EnvRollout(Rollout):
         self.item = item
         self.seed = seed
         self.llm = llm
-        self.episodes: list[tuple[Episode, Score]] = []
+        self.records: list[RolloutRecord] = []
 
     def __call__(
         self,
@@ -127,7 +154,7 @@ class EnvRollout(Rollout):
             ),
         )
         traj = Trajectory(task_id=task.id, framework=s.framework.name)
-        memory = s.memory if use_memory else NoRecall(services=s.memory.services)
+        memory = RecallLog(s.memory, enabled=use_memory)
         ctx = AgentContext(
             llm=agent_llm,
             memory=memory,
@@ -150,24 +177,27 @@ class EnvRollout(Rollout):
         finally:
             env.close()
         outcome = label(s.protocol.label_source, task, traj, score, self.llm)
-        result = (Episode(task=task, trajectory=traj, outcome=outcome, seed=run_seed), score)
-        self.episodes.append(result)
-        return result
+        episode = Episode(task=task, trajectory=traj, outcome=outcome, seed=run_seed)
+        self.records.append(RolloutRecord(episode, score, tuple(memory.queries)))
+        return episode, score
 
 
 class ReplayRollout(Rollout):
-    """Hands back the episodes an item's rollouts produced when it first ran (resume replay)."""
+    """Replays an item's stored rollouts after resume: re-issues their recalls, returns their episodes."""
 
-    def __init__(self, stored: list[tuple[Episode, Score]]) -> None:
+    def __init__(self, memory: MemoryMethod, stored: list[RolloutRecord]) -> None:
+        self.memory = memory
         self.stored = list(stored)
-        self.episodes: list[tuple[Episode, Score]] = []
+        self.records: list[RolloutRecord] = []
 
     def __call__(self, **_: Any) -> tuple[Episode, Score]:
-        if len(self.episodes) >= len(self.stored):
+        if len(self.records) >= len(self.stored):
             raise RuntimeError("replay asked for more rollouts than the original run made")
-        result = self.stored[len(self.episodes)]
-        self.episodes.append(result)
-        return result
+        rec = self.stored[len(self.records)]
+        for query in rec.recalls:
+            self.memory.recall(query)
+        self.records.append(rec)
+        return rec.episode, rec.score
 
 
 def apply_item(
@@ -181,7 +211,8 @@ def apply_item(
     task = item.sample.task
     if item.phase == "build":
         memory.build(task, rollout)
-        return rollout.episodes[0] if getattr(rollout, "episodes", None) else None  # type: ignore[attr-defined]
+        records = getattr(rollout, "records", [])
+        return (records[0].episode, records[0].score) if records else None
     result = memory.solve(task, rollout)
     if result is None:
         result = rollout(model=memory.select_model(task))
@@ -201,7 +232,7 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
     try:
         final = apply_item(services.memory, item, rollout, services.protocol)
     except InfraError as exc:
-        return ItemResult(Status.INFRA_ERROR, rollout.episodes, None, str(exc), False, time.perf_counter() - start)
+        return ItemResult(Status.INFRA_ERROR, rollout.records, None, str(exc), False, time.perf_counter() - start)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
@@ -210,7 +241,7 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
         tb = traceback.format_exc(limit=6)
         return ItemResult(
             Status.INFRA_ERROR,
-            rollout.episodes,
+            rollout.records,
             None,
             f"{type(exc).__name__}: {exc}\n{tb}",
             False,
@@ -219,7 +250,7 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
     status = final[0].trajectory.status if final else Status.OK
     return ItemResult(
         status,
-        rollout.episodes,
+        rollout.records,
         final,
         final[0].trajectory.error if final else "",
         learns(item, services.protocol),
@@ -234,9 +265,19 @@ def is_fatal(exc: Exception) -> bool:
     return isinstance(exc, CacheMissError | ConfigError | DataError | FatalProviderError)
 
 
-def episodes_to_json(episodes: list[tuple[Episode, Score]]) -> list[dict[str, Any]]:
-    return [{"episode": to_jsonable(e), "score": to_jsonable(s)} for e, s in episodes]
+def rollouts_to_json(rollouts: list[RolloutRecord]) -> list[dict[str, Any]]:
+    return [
+        {"episode": to_jsonable(r.episode), "score": to_jsonable(r.score), "recalls": to_jsonable(list(r.recalls))}
+        for r in rollouts
+    ]
 
 
-def episodes_from_json(rows: list[dict[str, Any]]) -> list[tuple[Episode, Score]]:
-    return [(episode_from_dict(r["episode"]), Score(**r["score"])) for r in rows]
+def rollouts_from_json(rows: list[dict[str, Any]]) -> list[RolloutRecord]:
+    return [
+        RolloutRecord(
+            episode=episode_from_dict(r["episode"]),
+            score=Score(**r["score"]),
+            recalls=tuple(RecallQuery(**{**q, "task": task_from_dict(q["task"])}) for q in r.get("recalls", [])),
+        )
+        for r in rows
+    ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,12 @@ class Snapshot:
 
 
 class RunDir:
-    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+    """Every write goes through `redact` (removes secret values), so no file holds a key."""
+
+    def __init__(self, path: Path, *, fsync: bool = True, redact: Callable[[Any], Any] | None = None) -> None:
         self.path = path
         self.fsync = fsync
+        self.redact = redact or (lambda obj: obj)
         self.trajectories = path / "trajectories"
         self.memory_dir = path / "memory"
 
@@ -70,7 +74,7 @@ class RunDir:
         return json.loads(self.run_json.read_text(encoding="utf-8"))
 
     def write_header(self, header: dict[str, Any]) -> None:
-        write_json_atomic(self.run_json, header)
+        write_json_atomic(self.run_json, self.redact(header))
 
     # -- records -------------------------------------------------------------
 
@@ -78,7 +82,7 @@ class RunDir:
         return read_jsonl(self.samples_file)
 
     def append_record(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.samples_file, record, fsync=self.fsync)
+        append_jsonl(self.samples_file, self.redact(record), fsync=self.fsync)
 
     # -- trajectories --------------------------------------------------------
 
@@ -89,7 +93,7 @@ class RunDir:
         path = self.trajectory_path(position, attempt)
         tmp = path.with_name(path.name + ".tmp")
         with gzip.open(tmp, "wt", encoding="utf-8") as fh:
-            json.dump(payload, fh, sort_keys=True, ensure_ascii=False)
+            json.dump(self.redact(payload), fh, sort_keys=True, ensure_ascii=False)
         tmp.replace(path)
         return path
 
@@ -101,7 +105,7 @@ class RunDir:
 
     def write_snapshot(self, records_seq: int, audit_seq: int, state: dict[str, Any]) -> Path:
         path = self.memory_dir / f"snapshot-{records_seq:06d}.json"
-        write_json_atomic(path, {"records_seq": records_seq, "audit_seq": audit_seq, "state": state})
+        write_json_atomic(path, self.redact({"records_seq": records_seq, "audit_seq": audit_seq, "state": state}))
         return path
 
     def latest_snapshot(self, max_records_seq: int) -> Snapshot | None:

@@ -1,0 +1,143 @@
+"""Aggregation with explicit denominators and uncertainty.
+
+Per cell (e.g. framework x benchmark x memory): the mean over seeds of each
+seed's mean, its standard deviation over seeds, and a 95% CI from a
+hierarchical bootstrap (resample seeds, then samples within each seed).
+Infra errors are never silently dropped: by default they count as failures
+(value 0) and every cell reports how many it had, so a reader sees both the
+number and how complete it is. Paired comparisons between two methods use the
+samples both ran (same ids and seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from aecg_bench.types import Status
+
+InfraPolicy = Literal["failure", "exclude"]
+
+
+def _prepare(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | None) -> pd.DataFrame:
+    data = df if phase is None else df[df["phase"] == phase]
+    data = data.copy()
+    if metric == "success":
+        data["_y"] = data["success"].fillna(False).astype(float)
+    else:
+        data["_y"] = pd.to_numeric(data[metric], errors="coerce")
+    infra_rows = data["status"] == Status.INFRA_ERROR
+    if infra == "exclude":
+        data = data[~infra_rows]
+    else:
+        data.loc[infra_rows, "_y"] = 0.0
+    data["_y"] = data["_y"].fillna(0.0)
+    return data
+
+
+def bootstrap_ci(
+    groups: list[np.ndarray], *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """CI of the mean over groups (seeds) of within-group means, resampling groups then items."""
+    groups = [g for g in groups if len(g)]
+    if not groups:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_boot)
+    for b in range(n_boot):
+        picked = rng.integers(0, len(groups), len(groups))
+        stats[b] = np.mean([rng.choice(groups[i], len(groups[i])).mean() for i in picked])
+    alpha = (1 - level) / 2
+    return float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha))
+
+
+def summarize(
+    df: pd.DataFrame,
+    by: Sequence[str] = ("benchmark", "framework", "memory", "model"),
+    *,
+    metric: str = "value",
+    phase: str | None = "eval",
+    infra: InfraPolicy = "failure",
+    scale: float = 100.0,
+    n_boot: int = 2000,
+) -> pd.DataFrame:
+    """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`)."""
+    data = _prepare(df, metric, infra, phase)
+    full = df if phase is None else df[df["phase"] == phase]
+    rows = []
+    for key, cell in data.groupby(list(by), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        per_seed = cell.groupby("seed")["_y"]
+        seed_means = per_seed.mean()
+        groups = [g.to_numpy(dtype=float) for _, g in per_seed]
+        lo, hi = bootstrap_ci(groups, n_boot=n_boot)
+        raw = full.merge(pd.DataFrame([dict(zip(by, key, strict=True))]), on=list(by))
+        expected = raw.groupby("seed")["n_eval_expected"].first().sum() if "n_eval_expected" in raw else len(raw)
+        statuses = raw["status"].value_counts()
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                "mean": seed_means.mean() * scale,
+                "std": (seed_means.std(ddof=1) if len(seed_means) > 1 else 0.0) * scale,
+                "ci_low": lo * scale,
+                "ci_high": hi * scale,
+                "n_seeds": int(seed_means.size),
+                "n_samples": len(cell),
+                "n_expected": int(expected) if expected == expected else len(raw),
+                "n_infra_error": int(statuses.get(Status.INFRA_ERROR, 0)),
+                "n_model_error": int(statuses.get(Status.MODEL_ERROR, 0)),
+                "n_limit_exceeded": int(statuses.get(Status.LIMIT_EXCEEDED, 0)),
+                "cost": float(raw["cost"].sum()) if "cost" in raw else 0.0,
+                "tokens": float((raw["input_tokens"] + raw["output_tokens"]).sum()) if "input_tokens" in raw else 0.0,
+            }
+        )
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["complete"] = (out["n_infra_error"] == 0) & (out["n_samples"] >= out["n_expected"])
+    return out
+
+
+def paired_difference(
+    df: pd.DataFrame,
+    column: str,
+    a: str,
+    b: str,
+    *,
+    metric: str = "value",
+    phase: str | None = "eval",
+    infra: InfraPolicy = "failure",
+    n_boot: int = 5000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Mean of (a - b) over samples both ran (matched on the other ids, seed and sample),
+    a bootstrap 95% CI, and a two-sided sign-flip permutation p-value."""
+    data = _prepare(df, metric, infra, phase)
+    keys = [c for c in ("experiment", "benchmark", "framework", "memory", "model") if c != column]
+    keys += ["seed", "sample_id"]
+    left = data[data[column] == a].set_index(keys)["_y"]
+    right = data[data[column] == b].set_index(keys)["_y"]
+    both = left.to_frame("a").join(right.to_frame("b"), how="inner")
+    diffs = (both["a"] - both["b"]).to_numpy(dtype=float)
+    if diffs.size == 0:
+        return {
+            "n": 0,
+            "mean_diff": float("nan"),
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "p_value": float("nan"),
+        }
+    rng = np.random.default_rng(seed)
+    boots = rng.choice(diffs, (n_boot, diffs.size)).mean(axis=1)
+    observed = abs(diffs.mean())
+    flips = rng.choice([-1.0, 1.0], (n_boot, diffs.size))
+    p = (np.sum(np.abs((flips * diffs).mean(axis=1)) >= observed - 1e-12) + 1) / (n_boot + 1)
+    return {
+        "n": int(diffs.size),
+        "mean_diff": float(diffs.mean()),
+        "ci_low": float(np.quantile(boots, 0.025)),
+        "ci_high": float(np.quantile(boots, 0.975)),
+        "p_value": float(p),
+    }

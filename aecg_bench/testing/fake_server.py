@@ -1,0 +1,118 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1, for failure-injection tests and latency measurements.
+
+It answers `/v1/chat/completions` through a reply function (messages -> text)
+and, per request, may misbehave in one of the ways real providers do: 429 with
+Retry-After, 500, too slow (past the client's timeout), an empty completion,
+or a body that is not JSON. Which requests misbehave is decided by a
+`fault(messages, attempt) -> mode | None` function, so tests are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULTS = ("429", "500", "slow", "empty", "not_json")
+
+Reply = Callable[[list[dict[str, Any]]], str]
+Fault = Callable[[list[dict[str, Any]], int], str | None]
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self, reply: Reply, *, fault: Fault | None = None, latency_s: float = 0.0, slow_s: float = 3.0
+    ) -> None:
+        self.reply = reply
+        self.fault = fault or (lambda messages, attempt: None)
+        self.latency_s = latency_s
+        self.slow_s = slow_s
+        self.attempts: Counter[str] = Counter()
+        self.served: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                return
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                messages = body.get("messages", [])
+                key = json.dumps(messages, sort_keys=True)
+                with server.lock:
+                    server.attempts[key] += 1
+                    attempt = server.attempts[key]
+                mode = server.fault(messages, attempt)
+                with server.lock:
+                    server.served[mode or "ok"] += 1
+                if server.latency_s:
+                    time.sleep(server.latency_s)
+                if mode == "429":
+                    return self._send(
+                        429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"}
+                    )
+                if mode == "500":
+                    return self._send(500, {"error": {"message": "internal error", "type": "server_error"}})
+                if mode == "slow":
+                    time.sleep(server.slow_s)
+                if mode == "not_json":
+                    return self._send_raw(200, b"<html>gateway hiccup</html>", "text/html")
+                text = "" if mode == "empty" else server.reply(messages)
+                prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
+                return self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": len(text.split()),
+                            "total_tokens": prompt_tokens + len(text.split()),
+                        },
+                    },
+                )
+
+            def _send(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                self._send_raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+            def _send_raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout)
+                    pass
+
+        return Handler

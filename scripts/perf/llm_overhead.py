@@ -1,0 +1,103 @@
+"""Measure the LLM client's own overhead; prints its figures (targets in brackets).
+
+1. Cached-call throughput through `LLMClient.complete` (cache hit: key, SQLite
+   lookup, parse, accounting) [>= 5,000 calls/s]. For scale: a bare SQLite
+   hash-lookup-parse loop does about 24,000/s on the 2-core dev machine and
+   litellm's own mock path about 340/s.
+2. Parallel efficiency of real provider calls (litellm -> OpenAI-compatible
+   HTTP) against a loopback server with a fixed 200 ms latency at 8-way
+   concurrency: ideal time / measured time [>= 0.9].
+
+Usage: python scripts/perf/llm_overhead.py [--calls 5000] [--parallel-calls 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from aecg_bench.llm import LLMClient, ModelSpec, RetryPolicy
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.testing.fake_server import FakeOpenAIServer
+
+SYSTEM = "You are an agent solving a task step by step. " * 12
+
+
+def _messages(i: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Task {i}: walk to the target cell. Current observation: cell {i % 7}. " * 6},
+    ]
+
+
+def _client(base_url: str, cache: ResponseCache, concurrency: int) -> LLMClient:
+    spec = ModelSpec(
+        label="served", model="openai/fake-model", api_base=base_url, max_concurrency=concurrency, timeout_s=30
+    )
+    return LLMClient({"served": spec}, {"default": "served"}, cache, RetryPolicy(max_attempts=2))
+
+
+def cached_throughput(n: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(lambda m: "move right") as server:
+        client = _client(server.base_url, ResponseCache(Path(tmp) / "c.sqlite", "read_write"), 8)
+        distinct = 500
+        for i in range(distinct):  # fill through the real provider path
+            client.complete(_messages(i))
+        start = time.perf_counter()
+        for i in range(n):
+            out = client.complete(_messages(i % distinct))
+            assert out.cached
+        return n / (time.perf_counter() - start)
+
+
+def _fixed_reply(messages: list[dict[str, str]]) -> str:
+    return "move right"
+
+
+def _serve(latency: float, urls: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
+    with FakeOpenAIServer(_fixed_reply, latency_s=latency) as server:
+        urls.put(server.base_url)
+        stop.wait()
+
+
+def parallel_efficiency(n: int, workers: int = 8, latency: float = 0.2) -> tuple[float, float]:
+    """The server runs in its own process, as a real endpoint would, so it takes no share of our GIL."""
+    urls: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    stop = mp.Event()
+    proc = mp.Process(target=_serve, args=(latency, urls, stop), daemon=True)
+    proc.start()
+    try:
+        client = _client(urls.get(timeout=30), ResponseCache(None, "off"), workers)
+        client.complete(_messages(-1))  # warm up litellm and the HTTP client
+        start = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda i: client.complete(_messages(i)), range(n)))
+        elapsed = time.perf_counter() - start
+    finally:
+        stop.set()
+        proc.join(timeout=10)
+    ideal = n * latency / workers
+    return ideal / elapsed, elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--parallel-calls", type=int, default=64)
+    args = parser.parse_args()
+    rate = cached_throughput(args.calls)
+    print(f"cached-call throughput: {rate:,.0f} calls/s  [target >= 5,000]  {'OK' if rate >= 5000 else 'BELOW TARGET'}")
+    eff, elapsed = parallel_efficiency(args.parallel_calls)
+    print(
+        f"parallel efficiency (8-way, 200 ms loopback, {args.parallel_calls} calls): {eff:.3f} "
+        f"({elapsed:.2f} s vs ideal {args.parallel_calls * 0.2 / 8:.2f} s)  [target >= 0.9]  "
+        f"{'OK' if eff >= 0.9 else 'BELOW TARGET'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

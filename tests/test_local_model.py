@@ -1,0 +1,55 @@
+"""The embedded SmolLM2 model through litellm's custom-provider path (slow tier: loads llama.cpp)."""
+
+from __future__ import annotations
+
+import pytest
+
+from aecg_bench.llm import LLMClient, ModelSpec, UsageMeter
+from aecg_bench.run import run_from_config
+
+pytestmark = pytest.mark.slow
+
+LOCAL = ModelSpec(
+    label="local",
+    model="aecg-local/smollm2-135m-instruct",
+    native_tools=False,
+    grammar=True,
+    max_tokens=48,
+    max_concurrency=1,
+)
+
+
+def test_grammar_constrains_the_embedded_model():
+    client = LLMClient({"local": LOCAL}, {"default": "local"})
+    meter = UsageMeter()
+    out = client.with_context(meter=meter).complete(
+        [{"role": "user", "content": "Claim: water boils at 100 C at sea level. Verdict?"}],
+        grammar='root ::= "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"',
+    )
+    assert out.text in {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+    assert meter.total()["input_tokens"] > 10 and out.cost == 0.0
+
+
+def test_emulated_tool_calls_parse_into_tool_calls_or_a_message():
+    client = LLMClient({"local": LOCAL.model_copy(update={"max_tokens": 96})}, {"default": "local"})
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "find_orders",
+                "description": "List a customer's orders",
+                "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}},
+            },
+        }
+    ]
+    out = client.complete([{"role": "user", "content": "My name is ana. Please list my orders."}], tools=tools)
+    assert out.tool_calls or out.text  # the constrained JSON always parses into one of the two
+    if out.tool_calls:
+        assert out.tool_calls[0].name == "find_orders"
+
+
+def test_fever_claims_answered_by_the_embedded_model_end_to_end(make_config, shared_data):
+    final = run_from_config(make_config("experiment=smoke", "benchmark.params.size=3", data_root=shared_data))
+    assert final["status"] == "complete" and final["counts"]["recorded"] == 3
+    assert final["usage"]["by_role"]["agent"]["input_tokens"] > 0
+    assert final["eval"]["scored"] == 3
