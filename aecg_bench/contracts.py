@@ -143,6 +143,9 @@ class Rollout(ABC):
     A memory method that constructs experience from several executions, or
     adjudicates between them, calls this instead of seeing a single episode.
     Each call makes a fresh environment, so rollouts never share state.
+    `usage_role` names the role the rollout's agent calls are accounted under
+    (EDV: "executor" while constructing, "solver" at inference), so records
+    split agent tokens by purpose; None keeps the framework's own roles.
     """
 
     @abstractmethod
@@ -153,6 +156,7 @@ class Rollout(ABC):
         temperature: float | None = None,
         sample_index: int = 0,
         use_memory: bool = True,
+        usage_role: str | None = None,
     ) -> tuple[Episode, Score]: ...
 
 

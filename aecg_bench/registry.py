@@ -34,6 +34,7 @@ REGISTRY: dict[str, dict[str, str]] = {
         "aecg": "aecg_bench.aecg.method:AECGMemory",
         "memorybank": "baselines.memorybank:MemoryBank",
         "reasoningbank": "baselines.reasoningbank:ReasoningBank",
+        "reasoningbank_contaminated": "baselines.edv.contamination:ContaminatedReasoningBank",
         "g_memory": "baselines.g_memory:GMemory",
         "conmem": "baselines.conmem:ConMem",
         "macnet_m": "baselines.macnet_m:MacNetMemory",

@@ -29,17 +29,26 @@ def ask(
     purpose: str,
     max_tokens: int = 512,
     temperature: float | None = 0.0,
+    role: str = "memory",
+    model: str | None = None,
+    grammar: str | None = None,
 ) -> str | None:
-    """The reply text, or None (audited) when the prompt exceeds the model's context."""
+    """The reply text, or None (audited) when the prompt exceeds the model's context.
+
+    `role` and `model` let multi-model methods (EDV's distiller and verifiers) name the
+    pool member that answers and the role its tokens are accounted under; `grammar` is a
+    decoding aid that servers without grammars ignore."""
     llm = method.services.llm
     if llm is None:
         raise ConfigError(f"memory {method.name!r} needs an LLM for its {purpose} step; none was given")
     try:
         reply = llm.complete(
             [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            role="memory",
+            role=role,
+            model=model,
             temperature=temperature,
             max_tokens=max_tokens,
+            grammar=grammar,
         )
     except ContextLimitError as exc:
         method.audit.record("skip", purpose=purpose, reason="context_limit", error=str(exc)[:300])

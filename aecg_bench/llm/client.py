@@ -115,6 +115,7 @@ class LLMClient:
         self.meters = tuple(meters)
         self.sample_index = 0
         self.temperature: float | None = None
+        self.usage_role: str | None = None
 
     # -- views ---------------------------------------------------------------
 
@@ -126,10 +127,14 @@ class LLMClient:
         meter: UsageMeter | None = None,
         sample_index: int | None = None,
         temperature: float | None = None,
+        usage_role: str | None = None,
     ) -> LLMClient:
         """A view sharing providers, cache and limits, with its own seed, scope, usage meters
         (added to the parent's), default sample index and default temperature (rollouts of
-        EDV's executors sample at their own temperature without the framework knowing)."""
+        EDV's executors sample at their own temperature without the framework knowing).
+        `usage_role` accounts every call of the view under that role instead of the call's own
+        (EDV's executor/solver split); it changes neither the model a role resolves to nor the
+        cache key."""
         view = object.__new__(LLMClient)
         view._shared = self._shared
         view.seed = self.seed if seed is None else seed
@@ -137,6 +142,7 @@ class LLMClient:
         view.meters = (*self.meters, meter) if meter is not None else self.meters
         view.sample_index = self.sample_index if sample_index is None else sample_index
         view.temperature = self.temperature if temperature is None else temperature
+        view.usage_role = self.usage_role if usage_role is None else usage_role
         return view
 
     @property
@@ -189,15 +195,16 @@ class LLMClient:
         if stored is not None:
             result, retries = _result_from_json(stored), 0
         else:
-            result, retries = self._call_with_retries(spec, request, role)
+            result, retries = self._call_with_retries(spec, request, self.usage_role or role)
             self._shared.cache.put(key, spec.label, _result_to_json(result))
         text, calls = result.text, result.tool_calls
         if emulated:
             text, calls = tool_emulation.parse(result.text)
         cost = cost_of(self._shared.prices[spec.label], result.usage)
+        accounted = self.usage_role or role
         for meter in self.meters:
             meter.add(
-                role=role,
+                role=accounted,
                 model=spec.label,
                 usage=result.usage,
                 cost=cost,

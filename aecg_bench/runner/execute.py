@@ -142,10 +142,11 @@ class EnvRollout(Rollout):
         temperature: float | None = None,
         sample_index: int = 0,
         use_memory: bool = True,
+        usage_role: str | None = None,
     ) -> tuple[Episode, Score]:
         s, task = self.s, self.item.sample.task
         run_seed = self.seed + sample_index
-        agent_llm = self.llm.with_context(sample_index=sample_index, temperature=temperature)
+        agent_llm = self.llm.with_context(sample_index=sample_index, temperature=temperature, usage_role=usage_role)
         env = s.benchmark.make_env(
             self.item.sample,
             EnvContext(

@@ -1,0 +1,107 @@
+"""`judge`: EDV's LLM-as-Judge ensemble baseline (arXiv 2606.24428, sec. 5.1: "uses an
+LLM-as-Judge strategy for inference-time adjudication over heterogeneous agent outputs").
+
+Per task, every pool model answers independently (one rollout each, no
+memory, at its own temperature, accounted under role `solver`); a judge model
+reads the task and every attempt's trajectory (never the outcome labels) and
+names the best; that attempt is the task's result. It keeps no memory, so
+`build` does nothing and `observe` learns nothing.
+
+Hyperparameters: the pool (default: every configured model) and the judge
+model (`judge_model`; default: the model config's `adjudicator` role, else
+its default). The paper names neither the judge model nor its prompt.
+
+Deviations: an unparsable judgement falls back to the first attempt (pool
+order) and is recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field
+
+from aecg_bench.contracts import MemoryMethod, MemoryServices, Params, Rollout
+from aecg_bench.errors import ConfigError
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, Score, Task
+from baselines.edv.pool import Pool
+from baselines.edv.prompts import Candidate, judge_grammar, judge_messages
+from baselines.llm_calls import ask
+
+_BEST = re.compile(r"best\s*(?:attempt)?\s*[:=]\s*\**\s*(?:attempt\s*)?#?(\d+)", re.I)
+
+
+class JudgeParams(Params):
+    pool: list[str] | None = Field(None, description="model labels that answer; None = every configured model")
+    judge_model: str | None = Field(None, description="model label of the judge; None = role 'adjudicator'/default")
+    max_trajectory_chars: int = Field(8000, ge=400, description="all attempts together in the judge's prompt")
+    judge_max_tokens: int | None = Field(None, ge=16, description="None = the judge model's own max_tokens")
+
+
+class JudgeEnsemble(MemoryMethod):
+    name = "judge"
+    version = "1"
+    Params = JudgeParams
+    params: JudgeParams
+
+    def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
+        super().__init__(params, services=services)
+        if services.llm is None:
+            raise ConfigError("memory 'judge' needs the run's LLM client (its model pool)")
+        specs = services.llm.models
+        self.pool = Pool(self.params.pool if self.params.pool is not None else list(specs), specs)
+        if self.params.judge_model is not None and self.params.judge_model not in specs:
+            raise ConfigError(f"judge_model {self.params.judge_model!r} is not a configured model: {', '.join(specs)}")
+
+    def solve(self, task: Task, rollout: Rollout) -> tuple[Episode, Score]:
+        results = [
+            rollout(model=label, sample_index=i, use_memory=False, usage_role="solver")
+            for i, label in enumerate(self.pool.members)
+        ]
+        if len(results) == 1:
+            return results[0]
+        candidates = [Candidate(i + 1, f"attempt {i + 1}", ep.trajectory, "") for i, (ep, _) in enumerate(results)]
+        system, user = judge_messages(task, candidates, max_chars=self.params.max_trajectory_chars)
+        assert self.services.llm is not None
+        spec = self.services.llm.model_for("adjudicator", self.params.judge_model)
+        reply = ask(
+            self,
+            system=system,
+            user=user,
+            purpose="adjudicate",
+            role="adjudicator",
+            model=spec.label,
+            temperature=0.0,
+            max_tokens=self.params.judge_max_tokens or spec.max_tokens,
+            grammar=judge_grammar(len(candidates)),
+        )
+        best = parse_best(reply, len(candidates))
+        verdict = {"judge": spec.label, "attempts": list(self.pool.members), "best": best, "fallback": best is None}
+        self.audit.record("adjudicate", task=task.id, reply=(reply or "")[:800], **verdict)
+        chosen = results[(best or 1) - 1]
+        # also on the chosen trajectory: eval items of a frozen run are not replayed on resume
+        chosen[0].trajectory.metadata["adjudication"] = verdict
+        return chosen
+
+    def build(self, task: Task, rollout: Rollout) -> None:
+        """No memory: nothing to construct."""
+
+    def recall(self, query: RecallQuery) -> list[MemoryItem]:
+        return []
+
+    def observe(self, episode: Episode) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+def parse_best(reply: str | None, n: int) -> int | None:
+    """The attempt the judge named (1-based, last 'Best:' line), or None."""
+    found = _BEST.findall(reply or "")
+    best = int(found[-1]) if found else None
+    return best if best is not None and 1 <= best <= n else None
