@@ -8,9 +8,11 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import edv_mocks as em
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 
 from aecg_bench import registry
 from aecg_bench.errors import ConfigError, InfraError
@@ -20,8 +22,6 @@ from baselines.edv.ability import AbilityMatrix
 from baselines.edv.banks import Banks
 from baselines.edv.pool import Pool, StagePlan
 from baselines.edv.verify import parse_vote, route
-from tests import edv_mocks as em
-from tests.conftest import REPO
 
 
 def edv(params: dict | None = None, services=None):

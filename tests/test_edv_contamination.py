@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
+import baseline_mocks as bm
 import pytest
+from test_baselines_contract import failing_llm
 
 from aecg_bench import registry
 from aecg_bench.errors import ConfigError, InfraError
 from aecg_bench.llm import LLMClient, ModelSpec, UsageMeter
 from aecg_bench.llm.mock import register_mock_policy
 from baselines.edv.contamination import CORRUPT_SYSTEM
-from tests import baseline_mocks as bm
-from tests.test_baselines_contract import failing_llm
 
 WRONG = (
     "# Memory Item 1\n## Title Pay changes with a certificate\n## Description Certificates cover changes.\n"

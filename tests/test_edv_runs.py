@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import compose
 
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.identity import results_dir
 from aecg_bench.runner.records import RunDir
 from baselines.edv.verify import route
-from tests.conftest import compose
 
 # seed 1 draws executor groups {skeptic, idle}, {skeptic, solver}, {idle, skeptic}, {solver, idle}
 # for train-0..3: partial approvals (private banks) and one unanimous group (shared bank).
