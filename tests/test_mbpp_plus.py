@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import gzip
 import os
 import shutil
 import socket
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -131,8 +133,19 @@ def test_sanitize_handles_unfenced_truncated_and_codeless_answers():
     assert sanitize("I cannot solve this.", "f") == ""
     two_blocks = "```python\nprint(1)\n```\nand\n```py\n@cache\ndef f(x):\n    return x\n```"
     assert sanitize(two_blocks, "f") == "@cache\ndef f(x):\n    return x"
+    generator = "```python\ndef gen(n):\n    yield n\ndef no_value():\n    pass\ndef f(n):\n    no_value()\n    return list(gen(n))\n```"
+    assert sanitize(generator, "f") == "def gen(n):\n    yield n\ndef f(n):\n    no_value()\n    return list(gen(n))"
     first_wins = "```python\ndef f():\n    return 1\ndef f():\n    return 2\n```"
     assert sanitize(first_wins, "f") == "def f():\n    return 1"  # as EvalPlus: first definition kept
+
+
+def test_sanitize_keeps_every_helper_of_the_canonical_solutions(shared_data: Path):
+    for problem in load_problems(shared_data / "mbpp_plus", download=False):
+        kept = sanitize(fenced(problem.canonical_solution), problem.entry_point)
+        defined = {n.name for n in ast.parse(problem.canonical_solution).body if isinstance(n, ast.FunctionDef)}
+        kept_defs = {n.name for n in ast.parse(kept).body if isinstance(n, ast.FunctionDef)}
+        used = {name for name in defined if problem.canonical_solution.count(name) > 1 or name == problem.entry_point}
+        assert used <= kept_defs, problem.task_id
 
 
 # ---------------------------------------------------------------------------
@@ -199,6 +212,25 @@ def test_wrong_solutions_fail(
     assert (score.metrics["base_pass"], score.metrics["plus_pass"]) == (base_pass, plus_pass)
     if base_pass == 0.0:
         assert score.metrics["base_failed"] >= 1
+
+
+def test_scores_are_the_same_serially_and_in_parallel(shared_data: Path, gt_cache: Path):
+    bench = make_bench(shared_data, min_time_limit=0.5, max_run_seconds=2)
+    cases = [
+        ("Mbpp/2", bench.problems["Mbpp/2"].canonical_solution),
+        ("Mbpp/3", "def is_not_prime(n):\n    return n in (1, 10, 35)"),
+        ("Mbpp/3", "def is_not_prime(n):\n    while True:\n        pass\n    return True"),
+        ("Mbpp/88", "def freq_count(xs):\n    return {x: xs.count(x) for x in xs}"),
+    ]
+
+    def score(case: tuple[str, str]) -> Score:
+        return answer(bench, case[0], fenced(case[1]), gt_cache)[0]
+
+    serial = [score(c) for c in cases]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parallel = list(pool.map(score, cases))
+    assert serial == parallel
+    assert [s.success for s in serial] == [True, False, False, True]
 
 
 def test_an_answer_without_code_is_a_recorded_failure(shared_data: Path, gt_cache: Path):

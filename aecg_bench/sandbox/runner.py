@@ -216,8 +216,19 @@ def _pump(
         if proc.poll() is not None and not _readable(sel):
             break  # program gone and its pipes drained (or held open by an escaped process)
     sel.close()
+    report += _drain(report_fd)  # a run stopped early may not have had its report read yet
     result.stdout, result.stderr = bytes(out), bytes(err)
     _read_report(report, result)
+
+
+def _drain(fd: int) -> bytes:
+    """What a pipe holds right now, without waiting for more."""
+    os.set_blocking(fd, False)
+    data = bytearray()
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    return bytes(data)
 
 
 def _readable(sel: selectors.BaseSelector) -> bool:

@@ -110,7 +110,8 @@ class MbppPlusBenchmark(Benchmark):
 
     def describe_backends(self) -> dict[str, Any]:
         probe = run_python("pass", limits=Limits(wall_seconds=30, mode=self.settings.mode))  # type: ignore[arg-type]
-        return {"sandbox": probe.isolation or {"error": probe.error or "no isolation report"}}
+        facts = {k: v for k, v in probe.isolation.items() if k != "uid"}  # the uid is fresh per run
+        return {"sandbox": facts or {"error": probe.error or "no isolation report"}}
 
 
 class MbppPlusEnv(Environment):

@@ -10,12 +10,14 @@ the same in three steps:
    preferring one that defines the entry point; with no fence, the longest run
    of lines that parses;
 2. keep imports, plus the first definition of each top-level name (functions
-   need a `return`, as in EvalPlus), reachable from the entry point through
-   the names each definition mentions;
+   need a `return`, as in EvalPlus, or a `yield`), reachable from the entry
+   point through the names each definition mentions;
 3. join them: imports first, then the definitions in source order.
 
-Deviation: decorators stay attached to their function (EvalPlus's tree-sitter
-pass drops decorated definitions, which fails e.g. an `@lru_cache` solution).
+Deviations: decorators stay attached to their function (EvalPlus's tree-sitter
+pass drops decorated definitions, which fails e.g. an `@lru_cache` solution),
+and generator functions count as definitions (EvalPlus drops a function with
+no `return`, which fails Mbpp/630's own canonical solution, a generator helper).
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ def candidate_code(answer: str, entry_point: str) -> str:
     return _longest_parsable_span(answer)
 
 
-def _has_return(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+def _gives_a_value(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom) for n in ast.walk(node))
 
 
 def _names_used(node: ast.AST) -> set[str]:
@@ -95,7 +97,7 @@ def _names_used(node: ast.AST) -> set[str]:
 
 def _definition_name(node: ast.stmt) -> str | None:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return node.name if _has_return(node) else None
+        return node.name if _gives_a_value(node) else None
     if isinstance(node, ast.ClassDef):
         return node.name
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
