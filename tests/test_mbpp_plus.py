@@ -23,10 +23,10 @@ from aecg_bench.benchmarks.mbpp_plus.extract import sanitize
 from aecg_bench.benchmarks.mbpp_plus.oracle import Comparator
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import DataError
+from aecg_bench.sandbox import Limits, run_python
 from aecg_bench.sandbox.codec import Digest, Opaque
 from aecg_bench.types import Action, Score
 
-REPO = Path(__file__).resolve().parents[1]
 # Tasks that exercise every input-type restoration and special oracle: set equality with tuple
 # arguments (2), Counter outputs (88), float/complex inputs with atol (124), complex input (252),
 # the alternative oracles (581, 558), dict-of-tuples input (722), no plus inputs (793), "not None" (737).
@@ -266,14 +266,29 @@ HOSTILE = {
 }
 
 
+def process_limit_holds(limit: int) -> bool:
+    """A bounded probe: exactly limit - 1 forks succeed (checked before any real fork bomb runs)."""
+    probe = (
+        f"import os, time\nn = 0\nfor _ in range({3 * limit}):\n    try:\n        pid = os.fork()\n"
+        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
+        "    n += 1\nprint(n)"
+    )
+    result = run_python(probe, limits=Limits(max_processes=limit, wall_seconds=10))
+    return result.stdout.strip() == str(limit - 1).encode()
+
+
 SLOW_HOSTILE = {"sleeps", "fork_bomb"}  # they run until the wall budget; the sandbox tests cover both quickly
 
 
 @pytest.mark.parametrize(
     "kind", [pytest.param(k, marks=pytest.mark.slow) if k in SLOW_HOSTILE else k for k in sorted(HOSTILE)]
 )
-def test_hostile_solutions_are_contained_and_scored_as_failures(shared_data: Path, gt_cache: Path, kind: str):
-    target = Path(tempfile.mkdtemp(dir=REPO, prefix=".mbpp-target-"))
+def test_hostile_solutions_are_contained_and_scored_as_failures(
+    shared_data: Path, gt_cache: Path, outside_tmp: Path, kind: str
+):
+    if kind == "fork_bomb" and not process_limit_holds(4):
+        pytest.skip("RLIMIT_NPROC does not bind here (no fresh uid): not running a fork bomb")
+    target = Path(tempfile.mkdtemp(dir=outside_tmp, prefix=".mbpp-target-"))
     sentinel = target / "sentinel.txt"
     sentinel.write_text("keep me")
     target.chmod(0o777)

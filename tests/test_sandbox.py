@@ -26,8 +26,6 @@ import pytest
 from aecg_bench.sandbox import Limits, codec, run_python
 from aecg_bench.sandbox.functions import run_calls
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @cache
 def isolation() -> dict:
@@ -145,9 +143,9 @@ def test_network_is_unreachable_even_on_loopback():
     assert result.stdout.count(b"blocked") == 2
 
 
-def test_files_outside_the_work_dir_cannot_be_deleted_or_written():
+def test_files_outside_the_work_dir_cannot_be_deleted_or_written(outside_tmp: Path):
     needs_namespaces()
-    target = Path(tempfile.mkdtemp(dir=REPO, prefix=".sandbox-target-"))
+    target = Path(tempfile.mkdtemp(dir=outside_tmp, prefix=".sandbox-target-"))
     marker = f"/tmp/aecg-sandbox-marker-{os.getpid()}"
     try:
         target.chmod(0o777)
