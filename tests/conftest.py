@@ -60,3 +60,12 @@ def mock_client(tmp_path: Path | None = None, *, mode: str = "off", **options: A
     spec = ModelSpec(label="mock", provider="mock", model="mock/test", options=options)
     cache = ResponseCache(tmp_path / "cache.sqlite" if tmp_path else None, mode)  # type: ignore[arg-type]
     return LLMClient({"mock": spec}, {"default": "mock"}, cache)
+
+
+@pytest.fixture
+def outside_tmp() -> Path:
+    """A git-ignored directory on the real file system, for files that sandboxed code must not reach
+    (under /tmp they would be hidden by the sandbox's private tmpfs and prove nothing)."""
+    path = REPO / ".pytest_cache" / "sandbox-targets"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -9,6 +9,7 @@ describe. A missing file is downloaded from its canonical source when online
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import shutil
@@ -29,6 +30,7 @@ class DataFile:
     sha256: str
     url: str | None = None  # canonical download; None when it comes in an archive
     source: str = ""  # where to get it by hand, for the error message
+    compression: str | None = None  # "gzip": the download is gunzipped into relpath
 
 
 def data_root(configured: str | Path | None = None) -> Path:
@@ -59,7 +61,7 @@ def fetch(data_dir: Path | None, spec: DataFile, *, download: bool = True) -> Pa
     path = data_dir / spec.relpath
     if not path.exists():
         if download and spec.url:
-            _download(spec.url, path)
+            _download(spec.url, path, gunzip=spec.compression == "gzip")
         else:
             where = spec.url or spec.source or "its canonical source"
             raise DataError(
@@ -75,14 +77,14 @@ def fetch(data_dir: Path | None, spec: DataFile, *, download: bool = True) -> Pa
     return path
 
 
-def _download(url: str, dest: Path) -> None:
+def _download(url: str, dest: Path, *, gunzip: bool = False) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         with (
             urllib.request.urlopen(url, timeout=60) as resp,
             tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp,
         ):
-            shutil.copyfileobj(resp, tmp)
+            shutil.copyfileobj(gzip.GzipFile(fileobj=resp) if gunzip else resp, tmp)
     except OSError as exc:
         raise DataError(f"could not download {url} to {dest}: {exc}") from exc
     os.replace(tmp.name, dest)
