@@ -11,7 +11,7 @@ import pytest
 from conftest import compose
 
 from aecg_bench.run import run_from_config
-from aecg_bench.runner.identity import results_dir
+from aecg_bench.runner.identity import results_dir_of
 from aecg_bench.runner.records import RunDir
 from baselines.edv.verify import route
 
@@ -29,18 +29,7 @@ EDV_RUN = (
 
 
 def _rd(final: dict) -> RunDir:
-    labels = final["labels"]
-    return RunDir(
-        results_dir(
-            Path(final["runtime"]["results_root"]),
-            experiment=labels["experiment"],
-            benchmark=labels["benchmark"],
-            framework=labels["framework"],
-            memory=labels["memory"],
-            model=labels["model"],
-            seed=labels["seed"],
-        )
-    )
+    return RunDir(results_dir_of(final))
 
 
 def _audit(rd: RunDir) -> list[dict]:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from aecg_bench.run import run_from_config
+from aecg_bench.runner.identity import results_dir_of
 from aecg_bench.runner.records import RunDir
 
 
 def _run_dir(final: dict) -> RunDir:
-    labels = final["labels"]
-    root = Path(final["runtime"]["results_root"])
-    path = root / labels["experiment"] / labels["benchmark"] / labels["framework"] / labels["memory"] / labels["model"]
-    return RunDir(path / f"seed={labels['seed']}")
+    return RunDir(results_dir_of(final))
 
 
 def test_toy_run_writes_one_record_per_sample(make_config):

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from aecg_bench.run import run_from_config
-from aecg_bench.runner.identity import derive_seed, results_dir
+from aecg_bench.runner.identity import derive_seed, results_dir_of
 from aecg_bench.runner.records import RunDir
 
 
 def _records(final: dict) -> list[dict]:
-    labels = final["labels"]
-    path = results_dir(
-        Path(final["runtime"]["results_root"]),
-        experiment=labels["experiment"],
-        benchmark=labels["benchmark"],
-        framework=labels["framework"],
-        memory=labels["memory"],
-        model=labels["model"],
-        seed=labels["seed"],
-    )
-    return RunDir(path).records()
+    return RunDir(results_dir_of(final)).records()
 
 
 def test_build_then_freeze_learns_only_on_the_build_split(make_config):

@@ -85,19 +85,7 @@ def test_permanent_failure_is_an_infra_error_and_a_rerun_redoes_it(make_config):
 
 
 def _records(final: dict) -> list[dict]:
-    from pathlib import Path
-
-    from aecg_bench.runner.identity import results_dir
+    from aecg_bench.runner.identity import results_dir_of
     from aecg_bench.runner.records import RunDir
 
-    labels = final["labels"]
-    path = results_dir(
-        Path(final["runtime"]["results_root"]),
-        experiment=labels["experiment"],
-        benchmark=labels["benchmark"],
-        framework=labels["framework"],
-        memory=labels["memory"],
-        model=labels["model"],
-        seed=labels["seed"],
-    )
-    return RunDir(path).records()
+    return RunDir(results_dir_of(final)).records()

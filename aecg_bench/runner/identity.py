@@ -44,6 +44,20 @@ def results_dir(
     return root.joinpath(*(safe_label(p) for p in parts), f"seed={seed}")
 
 
+def results_dir_of(header: dict[str, Any]) -> Path:
+    """The run directory a run.json header (or a run's returned summary) describes."""
+    labels = header["labels"]
+    return results_dir(
+        Path(header["runtime"]["results_root"]),
+        experiment=labels["experiment"],
+        benchmark=labels["benchmark"],
+        framework=labels["framework"],
+        memory=labels["memory"],
+        model=labels["model"],
+        seed=labels["seed"],
+    )
+
+
 def scrub(obj: Any) -> Any:
     """Copy of a config with values under secret-looking keys replaced by '***'."""
     if isinstance(obj, dict):
