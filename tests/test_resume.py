@@ -224,3 +224,19 @@ def test_crash_then_resume_rebuilds_framework_state(make_config, monkeypatch, tm
     assert final_state("crashed")["framework"]["tasks_seen"] == 10
     assert final_state("crashed") == final_state("clean")
     assert resumed["eval"] == clean["eval"]
+
+
+def test_a_second_process_on_the_same_run_is_refused(make_config):
+    from aecg_bench.errors import ConfigError
+    from aecg_bench.runner.build import build
+    from aecg_bench.runner.config import parse_run_config
+
+    plan, _, _ = build(parse_run_config(make_config(*RUN)))
+    holder = RunDir(plan.run_dir)
+    holder.create()  # another process is running this run
+    try:
+        with pytest.raises(ConfigError, match=r"is being run by pid \d+"):
+            run_from_config(make_config(*RUN))
+    finally:
+        holder.release()
+    assert run_from_config(make_config(*RUN))["status"] == "complete"

@@ -41,7 +41,7 @@ from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
 
 # Spec options that change how a call is transported, not what it returns.
-_TRANSPORT_OPTIONS = frozenset({"n_threads"})
+TRANSPORT_OPTIONS = frozenset({"n_threads", "ram_cache_mb"})
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ class LLMClient:
                 "provider": spec.provider,
                 "model": spec.model,
                 "api_base": spec.api_base,
-                "options": {k: v for k, v in spec.options.items() if k not in _TRANSPORT_OPTIONS},
+                "options": {k: v for k, v in spec.options.items() if k not in TRANSPORT_OPTIONS},
                 "messages": request.messages,
                 "tools": request.tools,
                 "params": request.params,

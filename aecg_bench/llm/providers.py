@@ -88,7 +88,7 @@ class LiteLLMProvider(Provider):
             else:  # llama.cpp and vLLM servers take a grammar in the request body
                 kwargs["extra_body"] = {"grammar": grammar}
         if is_local:
-            kwargs.update({k: v for k, v in spec.options.items() if k in ("n_ctx", "n_threads")})
+            kwargs.update({k: v for k, v in spec.options.items() if k in ("n_ctx", "n_threads", "ram_cache_mb")})
         kwargs.update({k: v for k, v in params.items() if v is not None})
         if request.tools:
             kwargs["tools"] = request.tools

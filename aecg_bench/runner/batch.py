@@ -54,6 +54,16 @@ def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, An
     rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
     rd.create()
     audit.redact = redact.deep
+    try:
+        return _execute(plan, services, audit, rd, redact)
+    finally:
+        audit.close()
+        services.benchmark.close()
+        rd.release()
+
+
+def _execute(plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, redact: Redactor) -> dict[str, Any]:
+    cfg = plan.config
     header = _open_header(rd, plan)
     records = rd.records()
     _restore_state(rd, plan, services, audit, records)
@@ -80,12 +90,10 @@ def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, An
             tracker.log(record)
     finally:
         progress.close()
-        audit.close()
     if todo:
         rd.write_snapshot(n_records, audit.seq, _state(services))
     final = summarise(rd, plan, header)
     tracker.finish(final)
-    services.benchmark.close()
     return final
 
 

@@ -113,10 +113,14 @@ class RunConfig(_Strict):
     def identity_config(self) -> dict[str, Any]:
         """The parts of the config that define what is measured: not `runtime`, and not how a
         model is reached (endpoint, timeout, concurrency, key variable), only which model it is."""
+        from aecg_bench.llm.client import TRANSPORT_OPTIONS
+
         out = self.model_dump(exclude={"runtime"})
         for spec in out["model"]["models"].values():
             for key in TRANSPORT_FIELDS:
                 spec.pop(key, None)
+            for key in TRANSPORT_OPTIONS:
+                spec.get("options", {}).pop(key, None)
         return out
 
 

@@ -32,9 +32,9 @@ class Progress:
 
     def update(self, record: dict[str, Any]) -> None:
         self._count(record)
-        if self._bar is not None:
-            self._bar.update(1)
         self._refresh()
+        if self._bar is not None:
+            self._bar.update(1)  # redraws with the new postfix
 
     def _count(self, rec: dict[str, Any]) -> None:
         self.statuses[rec["status"]] += 1

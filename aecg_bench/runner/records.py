@@ -16,13 +16,16 @@ attempt per stream position.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aecg_bench.errors import ConfigError
 from aecg_bench.jsonl import append_jsonl, read_jsonl, repair, write_json_atomic
 from aecg_bench.types import Status
 
@@ -61,10 +64,36 @@ class RunDir:
         return self.memory_dir / "audit.jsonl"
 
     def create(self) -> None:
+        """Make the directories, take the run's lock, and cut torn tails left by a crash."""
         for d in (self.path, self.trajectories, self.memory_dir):
             d.mkdir(parents=True, exist_ok=True)
+        self._lock()
         repair(self.samples_file)
         repair(self.audit_file)
+
+    def _lock(self) -> None:
+        """One process per run directory: a second one (a stray sweep worker, a double launch)
+        would append duplicate records. The OS drops the lock when its holder dies."""
+        fh = (self.path / ".lock").open("a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise ConfigError(f"{self.path} is being run by {holder}; wait for it or stop it first") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        self._lock_fh = fh
+
+    def release(self) -> None:
+        fh = getattr(self, "_lock_fh", None)
+        if fh is not None:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+            self._lock_fh = None
 
     # -- header --------------------------------------------------------------
 
