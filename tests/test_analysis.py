@@ -119,3 +119,19 @@ def test_load_reads_real_runs_into_one_row_per_sample(make_config, tmp_path):
 def test_load_of_an_empty_tree_is_an_empty_frame(tmp_path):
     df = load(tmp_path)
     assert df.empty and "memory" in df.columns
+
+
+def test_cost_table_splits_agent_and_memory_side_and_scales_to_the_paper():
+    from aecg_bench.analysis.paper import cost_table, estimate_paper_cost
+
+    df = _frame({("aecg", 0): [1.0, 0.0]})
+    df = df.assign(framework="f", benchmark="pddl", calls=4, in_tokens_agent=100, out_tokens_agent=10,
+                   tokens_agent=110, in_tokens_executor=50, out_tokens_executor=5, tokens_executor=55,
+                   in_tokens_memory=200, out_tokens_memory=20, tokens_memory=220, tokens_user_simulator=7,
+                   input_tokens=357, output_tokens=35)
+    cost = cost_table(df).iloc[0]
+    assert cost["agent_tokens"] == 2 * 165 and cost["memory_side_tokens"] == 2 * 220
+    est = estimate_paper_cost(df, agent_price=(1.0, 2.0), memory_price=(0.5, 1.0), seeds=3).iloc[0]
+    assert est["samples"] == 60 * 3  # the paper's PDDL size
+    per_sample = (150 * 1.0 + 15 * 2.0 + (357 - 150) * 0.5 + (35 - 15) * 1.0) / 1e6
+    assert est["dollars"] == pytest.approx(180 * per_sample)

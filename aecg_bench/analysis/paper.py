@@ -43,6 +43,10 @@ MEMORIES = {
     "recorder": "Recorder (test)",
 }
 KEYS = ["framework", "benchmark", "memory"]
+# Roles whose calls act on the task; "user_simulator" is the environment's; every other role
+# (memory, judge, distiller, verifier, adjudicator) is memory-side.
+AGENT_ROLES = ("agent", "executor", "solver")
+ENVIRONMENT_ROLES = ("user_simulator",)
 # Paper sample counts per benchmark (for cost estimates of the paper preset).
 PAPER_SIZES = {"pddl": 60, "fever": 100, "scienceworld": 90, "mbpp_plus": 378}
 
@@ -110,9 +114,10 @@ def build_table(df: pd.DataFrame, reference: pd.DataFrame, *, n_boot: int = 2000
 def cost_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per cell: samples, calls, agent-side and memory-side tokens, dollars."""
     data = df[df["phase"] == "eval"].copy()
-    token_cols = [c for c in data.columns if c.startswith("tokens_")]
-    data["agent_tokens"] = data[[c for c in token_cols if c == "tokens_agent"]].sum(axis=1)
-    data["memory_side_tokens"] = data[[c for c in token_cols if c != "tokens_agent"]].sum(axis=1)
+    data["agent_tokens"] = _role_sum(data, "tokens_", AGENT_ROLES)
+    data["memory_side_tokens"] = (
+        _role_sum(data, "tokens_", None) - data["agent_tokens"] - _role_sum(data, "tokens_", ENVIRONMENT_ROLES)
+    )
     out = data.groupby(KEYS, sort=True).agg(
         samples=("sample_id", "count"),
         calls=("calls", "sum"),
@@ -144,8 +149,8 @@ def estimate_paper_cost(
     for (fw, bench, mem), cell in data.groupby(KEYS, sort=True):
         n = sizes.get(bench, len(cell)) * seeds
         per = len(cell)
-        agent_in = cell.get("in_tokens_agent", pd.Series(0, index=cell.index)).sum() / per
-        agent_out = cell.get("out_tokens_agent", pd.Series(0, index=cell.index)).sum() / per
+        agent_in = _role_sum(cell, "in_tokens_", AGENT_ROLES).sum() / per
+        agent_out = _role_sum(cell, "out_tokens_", AGENT_ROLES).sum() / per
         mem_in = cell["input_tokens"].sum() / per - agent_in
         mem_out = cell["output_tokens"].sum() / per - agent_out
         cost = (
@@ -170,3 +175,9 @@ def estimate_paper_cost(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _role_sum(data: pd.DataFrame, prefix: str, roles: tuple[str, ...] | None) -> pd.Series:
+    """Sum of the per-role columns `<prefix><role>` (all roles when `roles` is None)."""
+    cols = [c for c in data.columns if c.startswith(prefix) and (roles is None or c[len(prefix) :] in roles)]
+    return data[cols].fillna(0).sum(axis=1) if cols else pd.Series(0.0, index=data.index)
