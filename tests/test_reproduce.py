@@ -14,21 +14,23 @@ from aecg_bench.runner.records import RunDir
 GRID = ["framework=single,macnet", "benchmark=toy,toy_tools", "memory=no_memory,aecg", "seed=0,1"]
 
 
-def _sweep(root, *extra: str) -> subprocess.CompletedProcess[str]:
-    cmd = [
+def _sweep_cmd(root, limit: int = 2) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "aecg_bench.run",
         "experiment=aecg_table1",
         "model=mock",
         *GRID,
-        "protocol.limit=2",
+        f"protocol.limit={limit}",
         "hydra.launcher.n_jobs=2",
         f"runtime.results_root={root}",
         "runtime.progress=false",
-        *extra,
     ]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def _sweep(root, limit: int = 2) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_sweep_cmd(root, limit), cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def test_tiny_sweep_renders_every_cell_and_resumes(tmp_path):
@@ -66,3 +68,34 @@ def test_tiny_sweep_renders_every_cell_and_resumes(tmp_path):
     again = _sweep(root)
     assert again.returncode == 0, again.stderr[-2000:]
     assert {r: len(RunDir(r).records()) for r in runs} == counts
+
+
+def test_killing_a_sweep_midway_and_rerunning_redoes_nothing_finished(tmp_path):
+    import os
+    import signal
+    import time
+
+    root = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = _sweep_cmd(root, limit=3)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(root.rglob("samples.jsonl"))) < 6:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its workers
+    proc.wait()
+    before = {p.parent: RunDir(p.parent).records() for p in root.rglob("samples.jsonl")}
+    finished = {d for d, recs in before.items() if len(recs) == 3}
+    assert 0 < len(before) < 16, "the kill must land midway"
+
+    out = _sweep(root, limit=3)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runs = sorted(p.parent for p in (root / "aecg_table1").rglob("run.json"))
+    assert len(runs) == 16
+    for run in runs:
+        records = RunDir(run).records()
+        assert sorted(r["position"] for r in records) == [0, 1, 2], run
+        if run in finished:
+            assert records == before[run]  # nothing finished was redone
