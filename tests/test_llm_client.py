@@ -219,3 +219,11 @@ def test_cache_export_makes_a_replay_bundle(tmp_path):
     assert n == 1
     bundle = ResponseCache(tmp_path / "bundle.sqlite", "read_only")
     assert len(bundle) == 1
+
+
+def test_max_output_tokens_caps_every_call():
+    provider = ScriptedProvider()
+    client, _ = _client(provider, max_output_tokens=64)
+    client.complete(MSG, max_tokens=768)
+    client.complete(MSG)
+    assert [r.params["max_tokens"] for r in provider.calls] == [64, 64]

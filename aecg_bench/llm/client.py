@@ -269,9 +269,12 @@ class LLMClient:
             assert tools is not None
             msgs, response_format = tool_emulation.emulate(msgs, tools)
             tools, tool_choice = None, None
+        length = spec.max_tokens if max_tokens is None else max_tokens
+        if spec.max_output_tokens is not None:
+            length = min(length, spec.max_output_tokens)
         params: dict[str, Any] = {
             "temperature": spec.temperature if temperature is None else temperature,
-            "max_tokens": spec.max_tokens if max_tokens is None else max_tokens,
+            "max_tokens": length,
             "seed": self.seed,
         }
         if stop:

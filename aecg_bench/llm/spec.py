@@ -38,7 +38,8 @@ class ModelSpec(BaseModel):
     native_tools: bool = True  # False: tool calls are emulated with constrained JSON output
     grammar: bool = False  # the server accepts GBNF grammars (llama.cpp); otherwise grammars are dropped
     temperature: float = 0.0
-    max_tokens: int = Field(512, ge=1)
+    max_tokens: int = Field(512, ge=1)  # default when a call does not ask for a length
+    max_output_tokens: int | None = Field(None, ge=1)  # hard cap on every call (small local models)
     price: Price | None = None  # overrides the versioned price table
     options: dict[str, Any] = Field(default_factory=dict)  # provider-specific (mock policy, n_ctx, ...)
 
