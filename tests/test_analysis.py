@@ -125,10 +125,23 @@ def test_cost_table_splits_agent_and_memory_side_and_scales_to_the_paper():
     from aecg_bench.analysis.paper import cost_table, estimate_paper_cost
 
     df = _frame({("aecg", 0): [1.0, 0.0]})
-    df = df.assign(framework="f", benchmark="pddl", calls=4, in_tokens_agent=100, out_tokens_agent=10,
-                   tokens_agent=110, in_tokens_executor=50, out_tokens_executor=5, tokens_executor=55,
-                   in_tokens_memory=200, out_tokens_memory=20, tokens_memory=220, tokens_user_simulator=7,
-                   input_tokens=357, output_tokens=35)
+    df = df.assign(
+        framework="f",
+        benchmark="pddl",
+        calls=4,
+        in_tokens_agent=100,
+        out_tokens_agent=10,
+        tokens_agent=110,
+        in_tokens_executor=50,
+        out_tokens_executor=5,
+        tokens_executor=55,
+        in_tokens_memory=200,
+        out_tokens_memory=20,
+        tokens_memory=220,
+        tokens_user_simulator=7,
+        input_tokens=357,
+        output_tokens=35,
+    )
     cost = cost_table(df).iloc[0]
     assert cost["agent_tokens"] == 2 * 165 and cost["memory_side_tokens"] == 2 * 220
     est = estimate_paper_cost(df, agent_price=(1.0, 2.0), memory_price=(0.5, 1.0), seeds=3).iloc[0]

@@ -53,3 +53,18 @@ def test_fever_claims_answered_by_the_embedded_model_end_to_end(make_config, sha
     assert final["status"] == "complete" and final["counts"]["recorded"] == 3
     assert final["usage"]["by_role"]["agent"]["input_tokens"] > 0
     assert final["eval"]["scored"] == 3
+
+
+def test_prompts_longer_than_the_window_are_cut_to_fit():
+    client = LLMClient({"local": LOCAL.model_copy(update={"options": {"n_ctx": 512}})}, {"default": "local"})
+    huge_system = "You are an agent. Rules: " + "always check the valid actions first; " * 200
+    history = [{"role": "user", "content": f"step {i}: " + "observation text " * 40} for i in range(10)]
+    out = client.complete([{"role": "system", "content": huge_system}, *history], max_tokens=16)
+    assert out.text and out.usage.input_tokens <= 512
+
+
+def test_context_overflow_is_a_limit_not_a_retry():
+    from aecg_bench.llm.providers import ContextLimitError, classify_litellm_error
+
+    err = classify_litellm_error(RuntimeError("Requested tokens (2075) exceed context window of 2048"))
+    assert isinstance(err, ContextLimitError)

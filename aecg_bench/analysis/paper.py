@@ -70,8 +70,12 @@ class PaperTable:
     summary: pd.DataFrame  # the raw aggregates (mean, std, CI, counts, cost, tokens)
 
 
-def build_table(df: pd.DataFrame, reference: pd.DataFrame, *, n_boot: int = 2000) -> PaperTable:
-    summary = summarize(df, by=KEYS, n_boot=n_boot)
+def build_table(
+    df: pd.DataFrame, reference: pd.DataFrame, *, metric: str = "success", n_boot: int = 2000
+) -> PaperTable:
+    """Table 1/2 report success rates: task success (PDDL), accuracy (FEVER; ScienceWorld, whose
+    paper values are all multiples of 1/88), pass@1 on base+plus tests (MBPP-Plus)."""
+    summary = summarize(df, by=KEYS, metric=metric, n_boot=n_boot)
     if summary.empty:
         raise ValueError("no evaluated samples found: run the sweep first")
     frameworks = _ordered(summary["framework"], FRAMEWORKS)

@@ -143,24 +143,30 @@ def _llama_response_format(fmt: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fit_context(llm: Any, messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
-    """Drop the oldest non-system turns until the prompt fits the context window.
+    """Make the prompt fit the context window, so no sample fails for length.
 
-    A small model with a 4k window meets long ReAct histories; keeping the
-    system prompt, the first user turn (the task) and the latest turns is what
-    a serving stack's truncation would do, and it never fails a sample.
+    First drop the oldest turns between the first user turn (the task) and the
+    latest ones, as a serving stack's truncation would; then, while still too
+    long, cut the middle out of the longest message. Each message is charged
+    16 tokens for the chat template's markers.
     """
-    budget = llm.n_ctx() - max_tokens - 64
+    budget = llm.n_ctx() - max_tokens - 32
     msgs = [dict(m) for m in messages]
 
+    def tokens(m: dict[str, Any]) -> int:
+        return len(llm.tokenize(str(m.get("content") or "").encode("utf-8"), add_bos=False)) + 16
+
     def size(ms: list[dict[str, Any]]) -> int:
-        text = "".join(str(m.get("content") or "") for m in ms)
-        return len(llm.tokenize(text.encode("utf-8"), add_bos=False)) + 8 * len(ms)
+        return sum(tokens(m) for m in ms)
 
     while size(msgs) > budget and len(msgs) > 2:
         del msgs[2 if msgs[0].get("role") == "system" and len(msgs) > 3 else 1]
-    if size(msgs) > budget:  # one huge message: keep its head and tail
-        last = msgs[-1]
-        text = str(last.get("content") or "")
-        keep = max(budget * 3, 200)
-        last["content"] = text[: keep // 2] + "\n...\n" + text[-keep // 2 :]
+    for _ in range(8):
+        total = size(msgs)
+        if total <= budget:
+            break
+        longest = max(msgs, key=tokens)
+        text = str(longest.get("content") or "")
+        keep = max(int(len(text) * (1 - (total - budget) / tokens(longest)) * 0.9), 0)
+        longest["content"] = text[: keep // 2] + "\n...\n" + text[len(text) - keep // 2 :] if keep else "..."
     return msgs

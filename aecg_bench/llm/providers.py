@@ -136,7 +136,8 @@ def classify_litellm_error(exc: Exception) -> Exception:
     import litellm
 
     name = type(exc).__name__
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    text = str(exc).lower()
+    if isinstance(exc, litellm.ContextWindowExceededError) or "exceed context window" in text:
         return ContextLimitError(str(exc)[:500])
     if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError | litellm.NotFoundError):
         return FatalProviderError(f"{name}: {str(exc)[:300]}")
