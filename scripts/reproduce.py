@@ -97,7 +97,8 @@ def dry_run(experiment: str, args: argparse.Namespace) -> int:
         "3 seeds, full benchmark sizes), scaled from the smoke run's tokens per sample. The embedded model writes "
         "short replies and the smoke preset cuts step limits, so treat this as a lower-bound guide.\n"
     )
-    print(est.round({"calls": 0, "tokens": 0, "dollars": 2}).to_markdown(index=False))
+    shown = est.astype({"calls": int, "tokens": int}).round({"dollars": 2})
+    print(shown.to_markdown(index=False, intfmt=","))
     print(f"\nTotal: {est['calls'].sum():,.0f} calls, {est['tokens'].sum():,.0f} tokens, ${est['dollars'].sum():,.2f}")
     return 0
 
