@@ -68,3 +68,19 @@ def test_context_overflow_is_a_limit_not_a_retry():
 
     err = classify_litellm_error(RuntimeError("Requested tokens (2075) exceed context window of 2048"))
     assert isinstance(err, ContextLimitError)
+
+
+def test_kv_ram_cache_stays_within_its_capacity():
+    from aecg_bench.llm import local
+
+    llm, _ = local.load("smollm2-135m-instruct", n_ctx=1024, n_threads=1, ram_cache_mb=64)
+    client = LLMClient(
+        {"local": LOCAL.model_copy(update={"options": {"n_ctx": 1024, "ram_cache_mb": 64}})}, {"default": "local"}
+    )
+    for i in range(12):
+        client.complete(
+            [{"role": "system", "content": f"agent {i}"}, {"role": "user", "content": "observation text " * 120}],
+            max_tokens=4,
+        )
+    held = sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in llm.cache.cache_state.values())
+    assert llm.cache.cache_state and held <= 64 << 20

