@@ -3,7 +3,8 @@ SHELL := /bin/bash
 PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-# torch is pinned first so that sentence-transformers does not pull a multi-GB CUDA build.
+# torch is pinned first so that sentence-transformers does not pull a multi-GB CUDA build;
+# constraints.txt pins every other package to the set the test suite passed with.
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 # Benchmark data: the shared offline copy when present, else the user cache (downloads when online).
@@ -25,7 +26,7 @@ setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m aecg_bench.doctor
 
 test:
