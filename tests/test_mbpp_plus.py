@@ -250,7 +250,8 @@ HOSTILE = {
     ),
     "memory_hog": (
         "def is_not_prime(n):\n    keep = []\n    while True:\n        keep.append(bytearray(64 * 2**20))\n    return keep",
-        "MemoryError",
+        # whichever limit binds first: the memory cap, or the CPU time spent zeroing pages on a busy host
+        "MemoryError|CPU time limit",
     ),
     "kill_parent": (
         "import posix, signal\ndef is_not_prime(n):\n    posix.kill(posix.getppid(), signal.SIGKILL)\n"
@@ -312,7 +313,7 @@ def test_hostile_solutions_are_contained_and_scored_as_failures(
     assert score.metrics["base_pass"] == 0.0 and score.metrics["plus_pass"] == 0.0
     assert obs.done and intact
     base = obs.info["base"]
-    assert expected in (base["status"], base["detail"]) or expected in base["detail"], base
+    assert any(e in base["status"] or e in base["detail"] for e in expected.split("|")), base
 
 
 # ---------------------------------------------------------------------------

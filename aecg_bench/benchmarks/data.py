@@ -13,10 +13,12 @@ import gzip
 import hashlib
 import os
 import shutil
+import tarfile
 import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aecg_bench.errors import DataError
 
@@ -30,7 +32,8 @@ class DataFile:
     sha256: str
     url: str | None = None  # canonical download; None when it comes in an archive
     source: str = ""  # where to get it by hand, for the error message
-    compression: str | None = None  # "gzip": the download is gunzipped into relpath
+    compression: str | None = None  # "gzip": gunzip the download; "tar.gz": extract `member` from it
+    member: str | None = None  # path inside a tar.gz archive (compression="tar.gz")
 
 
 def data_root(configured: str | Path | None = None) -> Path:
@@ -61,7 +64,7 @@ def fetch(data_dir: Path | None, spec: DataFile, *, download: bool = True) -> Pa
     path = data_dir / spec.relpath
     if not path.exists():
         if download and spec.url:
-            _download(spec.url, path, gunzip=spec.compression == "gzip")
+            _download(spec, path)
         else:
             where = spec.url or spec.source or "its canonical source"
             raise DataError(
@@ -77,14 +80,37 @@ def fetch(data_dir: Path | None, spec: DataFile, *, download: bool = True) -> Pa
     return path
 
 
-def _download(url: str, dest: Path, *, gunzip: bool = False) -> None:
+def _download(spec: DataFile, dest: Path) -> None:
+    """Download (and unpack) into a temp file, check the hash, then move it into place, so a
+    broken or different download never becomes the file a later run trusts."""
+    assert spec.url is not None
     dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent)
     try:
-        with (
-            urllib.request.urlopen(url, timeout=60) as resp,
-            tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp,
-        ):
-            shutil.copyfileobj(gzip.GzipFile(fileobj=resp) if gunzip else resp, tmp)
-    except OSError as exc:
-        raise DataError(f"could not download {url} to {dest}: {exc}") from exc
-    os.replace(tmp.name, dest)
+        with urllib.request.urlopen(spec.url, timeout=120) as resp, os.fdopen(fd, "wb") as tmp:
+            if spec.compression == "gzip":
+                shutil.copyfileobj(gzip.GzipFile(fileobj=resp), tmp)
+            elif spec.compression == "tar.gz":
+                _copy_member(resp, spec.member or spec.relpath, tmp)
+            else:
+                shutil.copyfileobj(resp, tmp)
+        found = sha256_of(Path(tmp_name))
+        if found != spec.sha256:
+            raise DataError(f"downloaded {spec.url} but its sha256 {found} differs from the pinned {spec.sha256}")
+        os.replace(tmp_name, dest)
+    except (OSError, tarfile.TarError) as exc:
+        raise DataError(f"could not download {spec.url} to {dest}: {exc}") from exc
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+
+
+def _copy_member(stream: Any, member: str, out: Any) -> None:
+    """Stream a tar.gz and copy one member out, without keeping the archive."""
+    with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+        for info in archive:
+            if info.name.lstrip("./") == member and info.isfile():
+                src = archive.extractfile(info)
+                assert src is not None
+                shutil.copyfileobj(src, out)
+                return
+    raise DataError(f"{member} is not in the archive")

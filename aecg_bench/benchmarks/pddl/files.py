@@ -3,8 +3,8 @@
 Layout inside the benchmark's data directory (`<data_root>/pddl/`):
 `domains/<domain>.pddl`, `problems/<domain>/<file>.pddl`, `test.jsonl`.
 Domain and problem files download from the AgentBoard repository at a fixed
-commit (`agentboard/environment/pddl_env/pddlgym/pddl/`); `test.jsonl` comes
-inside AgentBoard's Hugging Face data archive, so it must be placed by hand.
+commit (`agentboard/environment/pddl_env/pddlgym/pddl/`); `test.jsonl` is
+extracted from AgentBoard's Hugging Face data archive (`data.tar.gz`).
 The same bytes are in the G-Memory repository (commit 7b581c51).
 """
 
@@ -15,6 +15,7 @@ from aecg_bench.benchmarks.data import DataFile
 AGENTBOARD_COMMIT = "2429689d1f94f625e3989900a6dfd48266c57bcf"
 _RAW = f"https://raw.githubusercontent.com/hkust-nlp/AgentBoard/{AGENTBOARD_COMMIT}/agentboard/environment/pddl_env/pddlgym/pddl"
 ANNOTATIONS = "test.jsonl"
+AGENTBOARD_ARCHIVE = "https://huggingface.co/datasets/hkust-nlp/agentboard/resolve/main/data.tar.gz"
 ANNOTATIONS_SOURCE = (
     "the Hugging Face dataset hkust-nlp/agentboard (data.tar.gz, file data/pddl/test.jsonl); "
     "the G-Memory repository ships the same file"
@@ -92,7 +93,9 @@ PINS: dict[str, str] = {
 def data_file(relpath: str) -> DataFile:
     """The DataFile for one pinned path, with its AgentBoard download URL where there is one."""
     if relpath == ANNOTATIONS:
-        return DataFile(relpath, PINS[relpath], None, ANNOTATIONS_SOURCE)
+        return DataFile(
+            relpath, PINS[relpath], AGENTBOARD_ARCHIVE, ANNOTATIONS_SOURCE, "tar.gz", "data/pddl/test.jsonl"
+        )
     if relpath.startswith("domains/"):
         url = f"{_RAW}/{relpath.removeprefix('domains/')}"
     else:
