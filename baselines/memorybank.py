@@ -13,8 +13,8 @@ When and how it is recalled: at every recall the task text is embedded and
 the `top_k` most similar memories (cosine over the summaries) are returned,
 whatever their outcome; the text says how the task ended. Recall has no side
 effect: reinforcement is applied when the task's episode is observed, from the
-memory ids the trajectory actually recalled, so a resumed run (which replays
-observations, not recalls) ends in exactly the same state.
+memory ids the trajectory actually recalled, so the state depends only on
+observed episodes and a resumed run ends in exactly the same state.
 
 How it learns and forgets (Ebbinghaus curve, MemoryBank sec. 3.3): time is
 counted in observed tasks. A memory recalled during a task gets S += 1 and its

@@ -53,8 +53,8 @@ domain-specific):
   between 0 and 1.
 - The merge pass is bounded by `max_merge_calls` LLM calls; a merge whose
   rewrite does not parse is skipped (as in ConMem) and audited.
-- Recall does not write access statistics (a recall is not replayed on
-  resume); they are updated from the trajectory when the episode is observed.
+- Recall does not write access statistics, so recall never changes state;
+  they are updated from the trajectory when the episode is observed.
 """
 
 from __future__ import annotations

@@ -22,12 +22,13 @@ from typing import Any
 
 from pydantic import Field
 
-from aecg_bench.contracts import MemoryMethod, MemoryServices, Params, Rollout
+from aecg_bench.contracts import MemoryServices, Params, Rollout
 from aecg_bench.errors import ConfigError
-from aecg_bench.types import Episode, MemoryItem, RecallQuery, Score, Task
+from aecg_bench.types import Episode, Score, Task
 from baselines.edv.pool import Pool
 from baselines.edv.prompts import Candidate, judge_grammar, judge_messages
 from baselines.llm_calls import ask
+from baselines.no_memory import NoMemory
 
 _BEST = re.compile(r"best\s*(?:attempt)?\s*[:=]\s*\**\s*(?:attempt\s*)?#?(\d+)", re.I)
 
@@ -39,7 +40,9 @@ class JudgeParams(Params):
     judge_max_tokens: int | None = Field(None, ge=16, description="None = the judge model's own max_tokens")
 
 
-class JudgeEnsemble(MemoryMethod):
+class JudgeEnsemble(NoMemory):
+    """Inference-time ensemble with no memory: recall, observe and state are NoMemory's."""
+
     name = "judge"
     version = "1"
     Params = JudgeParams
@@ -80,24 +83,12 @@ class JudgeEnsemble(MemoryMethod):
         verdict = {"judge": spec.label, "attempts": list(self.pool.members), "best": best, "fallback": best is None}
         self.audit.record("adjudicate", task=task.id, reply=(reply or "")[:800], **verdict)
         chosen = results[(best or 1) - 1]
-        # also on the chosen trajectory: eval items of a frozen run are not replayed on resume
+        # also on the chosen trajectory, so the verdict is visible without the audit log
         chosen[0].trajectory.metadata["adjudication"] = verdict
         return chosen
 
     def build(self, task: Task, rollout: Rollout) -> None:
         """No memory: nothing to construct."""
-
-    def recall(self, query: RecallQuery) -> list[MemoryItem]:
-        return []
-
-    def observe(self, episode: Episode) -> None:
-        return None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
 
 
 def parse_best(reply: str | None, n: int) -> int | None:
