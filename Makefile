@@ -26,6 +26,7 @@ setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	bash scripts/setup/build_llama_cpp.sh $(BIN) constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m aecg_bench.doctor
 
