@@ -91,7 +91,12 @@ RANKS = {
 def make_data(root: Path) -> Path:
     """A Mind2Web data directory in the on-disk layout the loader expects, with its manifest."""
     d = root / "mind2web"
-    for split, tasks in (("train", TASKS[:1]), ("test_task", TASKS), ("test_website", TASKS[1:]), ("test_domain", TASKS)):
+    for split, tasks in (
+        ("train", TASKS[:1]),
+        ("test_task", TASKS),
+        ("test_website", TASKS[1:]),
+        ("test_domain", TASKS),
+    ):
         (d / split).mkdir(parents=True)
         (d / split / f"{split}_0.json").write_text(json.dumps(tasks), encoding="utf-8")
     scores = {"scores": {k: {n: -float(r) for n, r in v.items()} for k, v in RANKS.items()}, "ranks": RANKS}
@@ -236,7 +241,7 @@ def test_missing_data_names_what_to_download(tmp_path):
 
 def test_changed_file_is_refused(bench):
     (bench.data_dir / "test_task" / "test_task_0.json").write_text("[]", encoding="utf-8")
-    with pytest.raises(DataError, match="sha256 .* differs"):
+    with pytest.raises(DataError, match=r"sha256 .* differs"):
         bench.samples("test")
 
 
@@ -267,7 +272,7 @@ def test_failed_download_leaves_the_data_root_untouched(tmp_path, monkeypatch):
         raise OSError("network is unreachable")
 
     monkeypatch.setattr(files, "_hub", offline)
-    with pytest.raises(DataError, match="could not download Mind2Web .*unreachable"):
+    with pytest.raises(DataError, match=r"could not download Mind2Web .*unreachable"):
         Mind2WebBenchmark({"download": True}, data_dir=root / "mind2web").samples("test")
     assert list(root.iterdir()) == []
 
@@ -285,7 +290,9 @@ def test_f1_is_symmetric_bounded_and_one_iff_same_token_set(a, b):
 
 
 steps = st.builds(
-    lambda e, f, bound: StepScore(float(e and bound), f if bound else 0.0, float(e and bound and f == 1.0), float(bound)),
+    lambda e, f, bound: StepScore(
+        float(e and bound), f if bound else 0.0, float(e and bound and f == 1.0), float(bound)
+    ),
     st.booleans(),
     st.sampled_from([0.0, 0.5, 1.0]),
     st.booleans(),
