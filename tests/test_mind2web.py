@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,9 @@ from aecg_bench.benchmarks.mind2web.metrics import (
 )
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
+from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Action
 
 PAGE = (
@@ -306,3 +310,67 @@ def test_task_metrics_never_exceed_their_bounds(step_list):
     assert m["action_f1"] <= m["upper_bound_step"]
     assert m["task_success"] <= m["upper_bound_task"]
     assert m["task_success"] == float(m["step_success"] == 1.0)
+
+
+# --- through the runner -----------------------------------------------------------------------
+
+KEY = {  # (task, previous actions) -> (the gold candidate's rendering, operation); None = not listed
+    ("Search flights from New York", 0): ("<input id=12", "TYPE New York"),
+    ("Search flights from New York", 1): ("<button id=10", "CLICK"),
+    ("Choose economy", 0): None,
+}
+_BLOCK = re.compile(
+    r"Task: ([^\n]*)\nPrevious actions:\n(.*?)\nWhat should be the next action\?.*?\n\n(.*?)(?:\n\n|$)", re.S
+)
+
+
+def answer_key(request, spec) -> str:
+    """A scripted perfect policy: reads the latest step shown and answers from KEY."""
+    text = "\n\n".join(str(m.get("content") or "") for m in request.messages)
+    blocks = _BLOCK.findall(text)
+    if not blocks:
+        return "A"
+    task, previous, choices = blocks[-1]
+    gold = KEY[(task, 0 if previous.strip() == "None" else len(previous.strip().splitlines()))]
+    if gold is None:
+        return "A"
+    letter = next(line[0] for line in choices.splitlines() if line[3:].startswith(gold[0]))
+    return f"{letter} {gold[1]}"
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_runs_under_each_framework_with_the_scripted_perfect_policy(make_config, tmp_path, framework):
+    register_mock_policy("mind2web_key", answer_key)
+    make_data(tmp_path / "data")
+    final = run_from_config(
+        make_config(
+            f"framework={framework}",
+            "benchmark=mind2web",
+            "benchmark.params.download=false",
+            "model.models.mock.options.policy=mind2web_key",
+            "memory=no_memory",
+            data_root=tmp_path / "data",
+        )
+    )
+    assert final["status"] == "complete"
+    root = Path(final["runtime"]["results_root"])
+    rd = RunDir(root / "default" / "mind2web" / final["labels"]["framework"] / "no_memory" / "mock" / "seed=0")
+    rows = {r["sample_id"]: r for r in rd.records()}
+    assert rows["t1"]["success"] and rows["t1"]["metrics"]["step_success"] == 1.0
+    assert not rows["t2"]["success"] and rows["t2"]["metrics"]["upper_bound_task"] == 0.0
+
+
+def test_build_then_freeze_builds_on_train(make_config, tmp_path):
+    register_mock_policy("mind2web_key", answer_key)
+    make_data(tmp_path / "data")
+    final = run_from_config(
+        make_config(
+            "benchmark=mind2web",
+            "benchmark.params.download=false",
+            "model.models.mock.options.policy=mind2web_key",
+            "memory=reasoningbank",
+            "protocol.mode=build_then_freeze",
+            data_root=tmp_path / "data",
+        )
+    )
+    assert final["status"] == "complete" and final["counts"]["items"] == 3  # 1 train task, then 2 test tasks

@@ -17,6 +17,10 @@ from aecg_bench.benchmarks.mmtb.graph import all_paths
 from aecg_bench.benchmarks.mmtb.metrics import accomplished_steps, multi_tool_kind, summary
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
+from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.llm.providers import ProviderResult
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Action, ToolCall
 
 
@@ -414,3 +418,80 @@ def test_stand_in_matches_rouge_score():
     ]:
         assert arguments.rouge_l(pred, gold) == pytest.approx(lcs_f1(pred, gold))
     assert arguments.rouge_l("the Luigi restaurant", "Luigi restaurant") == pytest.approx(0.75)
+
+
+# --- through the runner -----------------------------------------------------------------------
+
+SCRIPT = dict(zip([t for e in (ENTRY_1, ENTRY_2) for t in e["english_task"]], PERFECT, strict=True))
+
+
+def _feedback(bench: MmtbBenchmark) -> dict[str, list[str]]:
+    """What the environment shows after each scripted step of each mission (the policy's progress marks)."""
+    out = {}
+    for sample in bench.samples("test"):
+        env = bench.make_env(sample, EnvContext(llm=None, seed=0))
+        env.reset()
+        out[sample.gold["task"]] = [env.step(a).text for a in SCRIPT[sample.gold["task"]]]
+    return out
+
+
+def scripted_policy(feedback: dict[str, list[str]]):
+    """A scripted perfect policy for any framework: the mission is the last one whose task text the
+    conversation shows; the step is how many of its scripted steps' feedback already follows that text.
+    Agents offered no tools (planners, critics, instructors) get a short note."""
+
+    def policy(request, spec):
+        if not request.tools:
+            return "Proceed."
+        text = "\n".join(str(m.get("content") or "") for m in request.messages)
+        task = max((t for t in SCRIPT if t in text), key=text.find)
+        after, step = text[text.find(task) :], 0
+        while step < len(SCRIPT[task]) - 1 and feedback[task][step] in after:
+            after = after[after.find(feedback[task][step]) + len(feedback[task][step]) :]
+            step += 1
+        action = SCRIPT[task][step]
+        return ProviderResult(text="", tool_calls=action.tool_calls) if action.kind == "tool" else action.text
+
+    return policy
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_runs_under_each_framework_with_the_scripted_perfect_policy(make_config, tmp_path, monkeypatch, framework):
+    d, blob = write_entries(tmp_path / "data", [ENTRY_1, ENTRY_2])
+    monkeypatch.setattr(data, "BLOB_SHA1", blob)
+    register_mock_policy("mmtb_script", scripted_policy(_feedback(MmtbBenchmark({"download": False}, data_dir=d))))
+    final = run_from_config(
+        make_config(
+            f"framework={framework}",
+            "benchmark=mmtb",
+            "benchmark.params.download=false",
+            "model.models.mock.options.policy=mmtb_script",
+            "memory=no_memory",
+            data_root=tmp_path / "data",
+        )
+    )
+    assert final["status"] == "complete"
+    root = Path(final["runtime"]["results_root"])
+    rd = RunDir(root / "default" / "mmtb" / final["labels"]["framework"] / "no_memory" / "mock" / "seed=0")
+    rows = list(rd.records())
+    assert len(rows) == 5 and all(r["success"] for r in rows), [(r["sample_id"], r["metrics"]) for r in rows]
+    assert summary([r["metrics"] for r in rows])["all"] == 1.0
+
+
+def test_build_then_freeze_builds_on_train_entries(make_config, tmp_path, monkeypatch):
+    d, blob = write_entries(tmp_path / "data", [ENTRY_1, ENTRY_2])
+    monkeypatch.setattr(data, "BLOB_SHA1", blob)
+    register_mock_policy("mmtb_script", scripted_policy(_feedback(MmtbBenchmark({"download": False}, data_dir=d))))
+    final = run_from_config(
+        make_config(
+            "benchmark=mmtb",
+            "benchmark.params.download=false",
+            "benchmark.params.train_fraction=0.6",  # entry e1 hashes to 0.54 (train), e2 to 0.67 (heldout)
+            "model.models.mock.options.policy=mmtb_script",
+            "memory=reasoningbank",
+            "protocol.mode=build_then_freeze",
+            "protocol.split=heldout",
+            data_root=tmp_path / "data",
+        )
+    )
+    assert final["status"] == "complete" and final["counts"]["items"] == 5  # e1's 4 missions, then e2's one
