@@ -236,6 +236,16 @@ def test_offline_error_and_changed_file(tmp_path):
         MmtbBenchmark({"download": False}, data_dir=d).samples()
 
 
+def test_malformed_entry_is_one_clear_error(tmp_path, monkeypatch):
+    broken = {k: v for k, v in ENTRY_2.items() if k != "english_answer_list"}
+    d, blob = write_entries(tmp_path, [ENTRY_1, broken])
+    monkeypatch.setattr(data, "BLOB_SHA1", blob)
+    with pytest.raises(
+        DataError, match=r"MMTB entry 1: not in the Multi-Mission-Tool-Bench schema .*english_answer_list"
+    ):
+        MmtbBenchmark({"download": False}, data_dir=d).samples()
+
+
 def test_failed_download_leaves_nothing_behind(tmp_path):
     root = tmp_path / "data"
     with pytest.raises(DataError, match="could not download"):

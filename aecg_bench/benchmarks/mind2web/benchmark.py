@@ -11,6 +11,7 @@ agent answers with a letter and, for an element, the operation
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -105,9 +106,10 @@ class Mind2WebBenchmark(Benchmark):
         root = self._root()
         if self._ranks is None:
             self._ranks = files.load_ranks(root)
-        tasks = files.load_tasks(root, "train" if split == "train" else self.params.split)
+        tasks = files.iter_tasks(root, "train" if split == "train" else self.params.split)
         end = None if self.params.size is None else self.params.offset + self.params.size
-        return [self._sample(t, split) for t in tasks[self.params.offset : end]]
+        # each raw task (with two copies of its pages per step) is dropped once its sample is built
+        return [self._sample(t, split) for t in itertools.islice(tasks, self.params.offset, end)]
 
     def _sample(self, raw: dict[str, Any], split: str) -> Sample:
         assert self._ranks is not None
@@ -123,9 +125,12 @@ class Mind2WebBenchmark(Benchmark):
                 return [c["backend_node_id"] for c in cands if ranks.get(c["backend_node_id"], 10**9) < p.top_k]
 
             pos, neg = top(action["pos_candidates"]), top(action["neg_candidates"])
-            choices = dom.describe_candidates(
-                action["cleaned_html"], pos + neg, p.description_tokens, p.keep_html_brackets
-            )
+            try:
+                choices = dom.describe_candidates(
+                    action["cleaned_html"], pos + neg, p.description_tokens, p.keep_html_brackets
+                )
+            except dom.etree.XMLSyntaxError as exc:
+                raise DataError(f"Mind2Web step {sid}: its cleaned_html does not parse ({exc})") from None
             op = action["operation"]
             steps.append(
                 {

@@ -20,6 +20,7 @@ import pickle
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +76,19 @@ def split_files(data_dir: Path, split: str) -> list[str]:
     return sorted(p for p in manifest(data_dir)["files"] if p.startswith(f"{split}/") and p.endswith(".json"))
 
 
-def load_tasks(data_dir: Path, split: str) -> list[dict[str, Any]]:
-    tasks: list[dict[str, Any]] = []
-    for rel in split_files(data_dir, split):
+def iter_tasks(data_dir: Path, split: str) -> Iterator[dict[str, Any]]:
+    """A split's raw tasks in file order, one file in memory at a time (train files are ~600 MB each)."""
+    rels = split_files(data_dir, split)
+    if not rels:
+        raise DataError(f"Mind2Web split {split!r} has no files in {data_dir}")
+    for rel in rels:
         try:
-            tasks += json.loads(verified(data_dir, rel).read_text(encoding="utf-8"))
+            tasks = json.loads(verified(data_dir, rel).read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise DataError(f"{data_dir / rel} is not a Mind2Web JSON file ({exc})") from None
-    if not tasks:
-        raise DataError(f"Mind2Web split {split!r} has no tasks in {data_dir}")
-    return tasks
+        tasks.reverse()
+        while tasks:
+            yield tasks.pop()
 
 
 def load_ranks(data_dir: Path) -> dict[str, dict[str, int]]:

@@ -27,7 +27,7 @@ from aecg_bench.benchmarks.mmtb.arguments import ArgumentCheckError, mission_arg
 from aecg_bench.benchmarks.mmtb.graph import Walk
 from aecg_bench.benchmarks.mmtb.metrics import MULTI_KINDS, TYPE_CODES, accomplished_steps, multi_tool_kind
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
-from aecg_bench.errors import ConfigError
+from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action, Observation, Sample, Score, Task, ToolSpec
 
 SPLITS = ("test", "train", "heldout")
@@ -116,11 +116,14 @@ class MmtbBenchmark(Benchmark):
         items = data.read_items(data.fetch(self.data_dir, download=self.params.download))
         end = None if self.params.size is None else self.params.offset + self.params.size
         out: list[Sample] = []
-        for item in items[self.params.offset : end]:
-            iid = item_id(item)
-            if split != "test" and in_train(iid, self.params.train_fraction) != (split == "train"):
-                continue
-            out += self.missions(item, split)
+        for n, item in enumerate(items[self.params.offset : end]):
+            try:
+                iid = item_id(item)
+                if split == "test" or in_train(iid, self.params.train_fraction) == (split == "train"):
+                    out += self.missions(item, split)
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                where = f"entry {n + self.params.offset}"
+                raise DataError(f"MMTB {where}: not in the Multi-Mission-Tool-Bench schema ({exc!r})") from None
         return out
 
     def missions(self, item: dict[str, Any], split: str = "test") -> list[Sample]:
