@@ -236,6 +236,14 @@ def test_offline_error_and_changed_file(tmp_path):
         MmtbBenchmark({"download": False}, data_dir=d).samples()
 
 
+def test_git_blob_id_is_gits(tmp_path):
+    empty, hello = tmp_path / "empty", tmp_path / "hello"
+    empty.write_bytes(b"")
+    hello.write_bytes(b"hello\n")
+    assert data.git_blob_sha1(empty) == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"  # `git hash-object`
+    assert data.git_blob_sha1(hello) == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
 def test_malformed_entry_is_one_clear_error(tmp_path, monkeypatch):
     broken = {k: v for k, v in ENTRY_2.items() if k != "english_answer_list"}
     d, blob = write_entries(tmp_path, [ENTRY_1, broken])

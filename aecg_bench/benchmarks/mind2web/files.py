@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.benchmarks.data import sha256_of
+from aecg_bench.benchmarks.data import git_blob_sha1, sha256_of
 from aecg_bench.errors import DataError
 
 REPO_ID = "osunlp/Mind2Web"
@@ -128,9 +128,13 @@ def _download(data_dir: Path, revision: str, password: str) -> None:
         raw = tmp / "raw"
         for sib in wanted:
             path = Path(download(REPO_ID, sib.rfilename, repo_type="dataset", revision=info.sha, local_dir=raw))
-            expected = getattr(getattr(sib, "lfs", None), "sha256", None)
-            if expected and sha256_of(path) != expected:
-                raise DataError(f"{REPO_ID}/{sib.rfilename}: sha256 differs from the hub's {expected}")
+            lfs = getattr(sib, "lfs", None)
+            if lfs is not None:
+                found, expected = sha256_of(path), lfs.sha256
+            else:  # a plain git file: the hub gives its git blob id
+                found, expected = git_blob_sha1(path), getattr(sib, "blob_id", None)
+            if found != expected:
+                raise DataError(f"{REPO_ID}/{sib.rfilename}: hash {found} differs from the hub's {expected}")
         out = tmp / "data"
         (out / "train").mkdir(parents=True)
         for f in sorted((raw / "data" / "train").glob("*.json")):

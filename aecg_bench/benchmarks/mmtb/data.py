@@ -9,7 +9,6 @@ the target and is moved into place only after the check.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from aecg_bench.benchmarks.data import git_blob_sha1
 from aecg_bench.errors import DataError
 
 FILE = "Multi-Mission-Tool-Bench.jsonl"
@@ -27,20 +27,6 @@ SOURCE = (
     f"github.com/yupeijei1997/MMTB at {COMMIT[:8]} (mmtb/bench_test/data/{FILE}); the Hugging Face dataset "
     "jpy/MMTB carries the same data"
 )
-_checked: dict[tuple[str, int, float], str] = {}
-
-
-def git_blob_sha1(path: Path) -> str:
-    """Git's object id of a file's bytes (sha1 of 'blob <size>\\0' + content), memoised per file state."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime)
-    if key not in _checked:
-        h = hashlib.sha1(f"blob {st.st_size}\0".encode())  # git's object id, not a security use
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        _checked[key] = h.hexdigest()
-    return _checked[key]
 
 
 def fetch(data_dir: Path | None, *, download: bool, url: str | None = None, blob_sha1: str | None = None) -> Path:
