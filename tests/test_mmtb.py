@@ -513,3 +513,44 @@ def test_build_then_freeze_builds_on_train_entries(make_config, tmp_path, monkey
         )
     )
     assert final["status"] == "complete" and final["counts"]["items"] == 5  # e1's 4 missions, then e2's one
+
+
+ENTRY_CS = {  # serial + parallel: two weather calls together, then a booking that needs both
+    "id": "e3",
+    "type": ["多"],
+    "task_ids": [0],
+    "english_task": ["Check London and Berlin weather, then book a table where it is warmer."],
+    "english_answer_list": [
+        [
+            node(0, "get_weather", {"city": "London"}, {"temp": 12}, []),
+            node(1, "get_weather", {"city": "Berlin"}, {"temp": 10}, []),
+            node(2, "book_table", {"restaurant": "London Grill"}, {"ok": True}, [0, 1]),
+            node(3, ANSWER, {"answer_type": "tool"}, "Booked in London.", [2]),
+        ]
+    ],
+    "english_messages": [{"role": "user", "content": "User: Check London and Berlin weather, then book a table."}],
+    "english_tools": TOOLS,
+    "env_info": "当前时间：2024-05-03 08:00:00 星期五",
+}
+
+
+def test_serial_parallel_mission_optimal_path_and_progress():
+    bench = MmtbBenchmark({"download": False})
+    (sample,) = bench.missions(ENTRY_CS)
+    assert sample.task.metadata["multi_tool"] == "serial_parallel"
+    weather = tools(call("get_weather", city="London"), call("get_weather", city="Berlin"))
+    book = tools(call("book_table", restaurant="London Grill"))
+    best, _ = play(bench, sample, [weather, book, say("Booked.")])
+    one_by_one, _ = play(
+        bench,
+        sample,
+        [tools(call("get_weather", city="London")), tools(call("get_weather", city="Berlin")), book, say("ok")],
+    )
+    # a stray call after the forecasts leaves the golden paths: one parallel step (2 calls) done of 4 nodes
+    early, _ = play(bench, sample, [weather, tools(call("get_weather", city="Paris")), say("ok")])
+    assert best.success and best.metrics["optimal"] == 1.0
+    assert one_by_one.success and one_by_one.metrics["optimal"] == 0.0
+    assert not early.success and early.metrics["progress_steps"] == 2.0
+    got = summary([best.metrics, one_by_one.metrics, early.metrics])
+    assert got["serial_parallel"] == pytest.approx(2 / 3) and got["optimal_path"] == pytest.approx(1 / 3)
+    assert got["accomplished_progress"] == pytest.approx((4 + 4 + 2) / 12)
