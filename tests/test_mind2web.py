@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aecg_bench.benchmarks.mind2web import Mind2WebBenchmark, dom, files
@@ -286,6 +286,7 @@ def test_failed_download_leaves_the_data_root_untouched(tmp_path, monkeypatch):
 words = st.lists(st.sampled_from(["CLICK", "TYPE", "SELECT", "new", "York", "a", "b"]), max_size=6).map(" ".join)
 
 
+@settings(deadline=None, max_examples=60)  # no per-example deadline: CI machines are shared
 @given(words, words)
 def test_f1_is_symmetric_bounded_and_one_iff_same_token_set(a, b):
     f = operation_f1(a, b)
@@ -303,6 +304,7 @@ steps = st.builds(
 )
 
 
+@settings(deadline=None, max_examples=60)  # no per-example deadline: CI machines are shared
 @given(st.lists(steps, min_size=1, max_size=8))
 def test_task_metrics_never_exceed_their_bounds(step_list):
     m = task_metrics(step_list)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aecg_bench.benchmarks.mmtb import MmtbBenchmark, arguments, data
@@ -399,6 +399,7 @@ def dags(draw):
     return names, deps
 
 
+@settings(deadline=None, max_examples=60)  # no per-example deadline: CI machines are shared
 @given(dags())
 def test_every_path_is_a_topological_order_of_all_nodes(dag):
     names, deps = dag
@@ -413,6 +414,7 @@ def test_every_path_is_a_topological_order_of_all_nodes(dag):
             done |= set(step)
 
 
+@settings(deadline=None, max_examples=60)  # no per-example deadline: CI machines are shared
 @given(st.lists(st.one_of(st.none(), st.integers(1, 3)), min_size=1, max_size=6), st.booleans(), st.booleans())
 def test_accomplished_steps_counts(widths, success, bad):
     predicted = [{"tool_calls": [{}] * w if w else None} for w in widths]
