@@ -184,6 +184,11 @@ class MemoryMethod(Component, ABC):
     def maintain(self, round_index: int) -> None:
         """Periodic consolidation (merging, review, forgetting); default none."""
 
+    def label_source(self, protocol_default: str) -> str:
+        """Where the outcome labels this method learns from come from. Default: the protocol's
+        `label_source`; a method whose paper fixes its own (ReasoningBank's LLM judge) overrides."""
+        return protocol_default
+
     @abstractmethod
     def state_dict(self) -> dict[str, Any]: ...
 

@@ -102,7 +102,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     stream = plan_stream(benchmark, cfg)
     p = cfg.protocol
     protocol = Protocol(
-        label_source=p.label_source,
+        label_source=memory.label_source(p.label_source),
         retrieval=p.retrieval,
         max_invalid_actions=p.max_invalid_actions,
         max_steps=p.max_steps,
@@ -117,6 +117,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         env_cache_dir=root / ".cache" / "env" / cfg.benchmark.name,
     )
     header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
+    header["protocol"]["label_source"] = protocol.label_source  # what memory learns from, after the method's say
     return RunPlan(cfg, run_dir, stream, header), services, audit
 
 
