@@ -164,6 +164,8 @@ class MemoryMethod(Component, ABC):
     """Cross-task memory. All state must round-trip through state_dict exactly."""
 
     group = "memory"
+    # The protocol the method's paper evaluates it under; run under another, its results label says so.
+    paper_protocol: ClassVar[str] = "online"
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, services: MemoryServices) -> None:
         super().__init__(params)

@@ -86,7 +86,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         experiment=cfg.experiment_name,
         benchmark=cfg.benchmark.tag,
         framework=cfg.framework.tag,
-        memory=cfg.memory.tag,
+        memory=memory_label(cfg),
         model=cfg.model.label,
         seed=cfg.seed,
     )
@@ -121,6 +121,14 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     return RunPlan(cfg, run_dir, stream, header), services, audit
 
 
+def memory_label(cfg: RunConfig) -> str:
+    """The memory's results label; `_<mode>` is appended when the run's protocol is not the one the
+    method's paper uses (EDV run online is `edv_online`, never plain `edv`)."""
+    paper = registry.resolve("memory", cfg.memory.name).paper_protocol
+    tag, mode = cfg.memory.tag, cfg.protocol.mode
+    return tag if mode == paper or tag.endswith(f"_{mode}") else f"{tag}_{mode}"
+
+
 def make_header(
     cfg: RunConfig,
     benchmark: Benchmark,
@@ -146,7 +154,7 @@ def make_header(
             "experiment": cfg.experiment_name,
             "benchmark": cfg.benchmark.tag,
             "framework": cfg.framework.tag,
-            "memory": cfg.memory.tag,
+            "memory": memory_label(cfg),
             "model": cfg.model.label,
             "seed": cfg.seed,
         },

@@ -115,6 +115,7 @@ class EDVParams(Params):
 
 class EDVMemory(MemoryMethod):
     name = "edv"
+    paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "1"
     Params = EDVParams
     params: EDVParams
