@@ -17,7 +17,7 @@ from aecg_bench.contracts import Benchmark, MemoryServices
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.client import LLMClient
-from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
@@ -92,7 +92,9 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     )
     audit = AuditLog(run_dir / "memory" / "audit.jsonl")
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
-    embedder = Embedder(cfg.embedder.backend, embed_cache)
+    e = cfg.embedder
+    remote = RemoteEmbedding(e.model, e.api_base, e.api_key_env, e.dim) if e.backend == "qwen3_embedding" else None
+    embedder = Embedder(e.backend, embed_cache, remote=remote)
     memory = registry.build(
         "memory",
         cfg.memory.name,
