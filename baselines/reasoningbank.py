@@ -19,8 +19,10 @@ split, a rollout of the same task or an injected copy cannot hand a task its
 own distilled answer.
 
 How it learns from outcomes: the label decides which extraction prompt runs.
-The label is the runner's `Outcome`: with `protocol.label_source=llm_judge`
-it comes from the runner's LLM judge, whose prompt is ReasoningBank's strict
+The label is the runner's `Outcome`, from the source the `label_source` param
+names (default `llm_judge`, the paper's setting; `environment` is the
+`reasoningbank_gt` variant; `protocol` defers to protocol.label_source): with
+`llm_judge` it comes from the runner's LLM judge, whose prompt is ReasoningBank's strict
 one ("a false success is more harmful than a false failure"); with
 `environment` it is the benchmark's verdict (the paper's ground-truth
 setting). A method-level judge would duplicate that path, so there is none;
@@ -51,7 +53,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -122,6 +124,10 @@ class ReasoningBankParams(Params):
     extract_temperature: float = Field(0.7, ge=0, description="induce_memory.py")
     extract_max_tokens: int = Field(768, ge=64)
     max_trajectory_chars: int = Field(6000, ge=200)
+    label_source: Literal["llm_judge", "environment", "protocol"] = Field(
+        "llm_judge",
+        description="llm_judge (paper: self-judged, no ground truth) | environment (w/ GT) | protocol's label_source",
+    )
 
 
 class ReasoningBank(MemoryMethod):
@@ -129,6 +135,9 @@ class ReasoningBank(MemoryMethod):
     version = "1"
     Params = ReasoningBankParams
     params: ReasoningBankParams
+
+    def label_source(self, protocol_default: str) -> str:
+        return protocol_default if self.params.label_source == "protocol" else self.params.label_source
 
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
         super().__init__(params, services=services)

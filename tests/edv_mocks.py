@@ -22,6 +22,7 @@ from aecg_bench.types import Action, Episode, Observation, Outcome, RecallQuery,
 DISTILL_REPLY = (
     "Analysis: candidate 1 checked the order status first; candidate 3 cancelled a shipped order.\n"
     "Best: 1\n"
+    "Assessment: 1=success; 2=success; 3=failure; 4=failure\n"
     "# Memory Item 1\n## Title Alpha rule\n## Description Check the status first.\n"
     "## Content When asked to cancel (context), shipped orders cannot be cancelled (risk); read the status first "
     "(action).\n"

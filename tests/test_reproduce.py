@@ -26,6 +26,7 @@ def _sweep_cmd(root, limit: int = 2) -> list[str]:
         "hydra.launcher.n_jobs=2",
         f"runtime.results_root={root}",
         "runtime.progress=false",
+        "embedder.backend=lexical",  # sweep mechanics, not embeddings: skip loading MiniLM in 16 jobs
     ]
 
 

@@ -5,6 +5,12 @@ base, messages, tools, generation parameters (no transport settings), seed,
 sample_index, scope}. Modes: `off`, `read_write`, `read_only` (a miss raises
 `CacheMissError` naming the key). Errors and empty outputs are never stored.
 
+First writer wins: when two runs of a parallel sweep send the same request
+(same-seed ablations share their construction calls) and both miss, the reply
+stored first is the one both use (`put` returns it), so no later reply can
+replace one a run already built memory from, and a resumed run replays
+exactly what it saw.
+
 One connection per thread (SQLite connections are not shareable), WAL so
 readers never block the writer, and several processes (Hydra multirun jobs)
 may share one file.
@@ -88,13 +94,19 @@ class ResponseCache:
         self.hits += 1
         return json.loads(row[0])
 
-    def put(self, key: str, model: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, model: str, value: dict[str, Any]) -> dict[str, Any]:
+        """Store `value` unless the key is already stored; returns the stored (first-written) value."""
         if self.mode != "read_write":
-            return
-        self._conn().execute(
-            "INSERT OR REPLACE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
+            return value
+        conn = self._conn()
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
             (key, model, json.dumps(value, ensure_ascii=False), time.time()),
         )
+        if cur.rowcount == 1:
+            return value
+        row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return value if row is None else json.loads(row[0])
 
     def __len__(self) -> int:
         if self.mode == "off":

@@ -196,7 +196,8 @@ class LLMClient:
             result, retries = _result_from_json(stored), 0
         else:
             result, retries = self._call_with_retries(spec, request, self.usage_role or role)
-            self._shared.cache.put(key, spec.label, _result_to_json(result))
+            # another process may have stored this request's reply meanwhile: use the first one
+            result = _result_from_json(self._shared.cache.put(key, spec.label, _result_to_json(result)))
         text, calls = result.text, result.tool_calls
         if emulated:
             text, calls = tool_emulation.parse(result.text)

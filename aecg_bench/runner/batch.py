@@ -71,6 +71,13 @@ def _execute(plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, red
     attempts = Counter(r["position"] for r in records)
     todo = [it for it in plan.stream if it.position not in done]
     log.info("run %s: %d items, %d done, %d to run", plan.run_dir, len(plan.stream), len(done), len(todo))
+    if records and todo and services.llm.cache.mode == "off":
+        log.warning(
+            "resuming %s with the LLM cache off: memory-side calls replayed from the stored records are "
+            "re-sampled, so the rebuilt memory may differ from the one the earlier items saw "
+            "(runtime.cache.mode=read_write keeps resumes exact)",
+            plan.run_dir,
+        )
     tracker = Tracker(cfg, header, plan.run_dir, redact)
     progress = Progress(
         total=len(plan.stream),

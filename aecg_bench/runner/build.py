@@ -17,7 +17,7 @@ from aecg_bench.contracts import Benchmark, MemoryServices
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.client import LLMClient
-from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
@@ -86,13 +86,15 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         experiment=cfg.experiment_name,
         benchmark=cfg.benchmark.tag,
         framework=cfg.framework.tag,
-        memory=cfg.memory.tag,
+        memory=memory_label(cfg),
         model=cfg.model.label,
         seed=cfg.seed,
     )
     audit = AuditLog(run_dir / "memory" / "audit.jsonl")
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
-    embedder = Embedder(cfg.embedder.backend, embed_cache)
+    e = cfg.embedder
+    remote = RemoteEmbedding(e.model, e.api_base, e.api_key_env, e.dim) if e.backend == "qwen3_embedding" else None
+    embedder = Embedder(e.backend, embed_cache, remote=remote)
     memory = registry.build(
         "memory",
         cfg.memory.name,
@@ -102,7 +104,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     stream = plan_stream(benchmark, cfg)
     p = cfg.protocol
     protocol = Protocol(
-        label_source=p.label_source,
+        label_source=memory.label_source(p.label_source),
         retrieval=p.retrieval,
         max_invalid_actions=p.max_invalid_actions,
         max_steps=p.max_steps,
@@ -117,7 +119,16 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         env_cache_dir=root / ".cache" / "env" / cfg.benchmark.name,
     )
     header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
+    header["protocol"]["label_source"] = protocol.label_source  # what memory learns from, after the method's say
     return RunPlan(cfg, run_dir, stream, header), services, audit
+
+
+def memory_label(cfg: RunConfig) -> str:
+    """The memory's results label; `_<mode>` is appended when the run's protocol is not the one the
+    method's paper uses (EDV run online is `edv_online`, never plain `edv`)."""
+    paper = registry.resolve("memory", cfg.memory.name).paper_protocol
+    tag, mode = cfg.memory.tag, cfg.protocol.mode
+    return tag if mode == paper or tag.endswith(f"_{mode}") else f"{tag}_{mode}"
 
 
 def make_header(
@@ -145,7 +156,7 @@ def make_header(
             "experiment": cfg.experiment_name,
             "benchmark": cfg.benchmark.tag,
             "framework": cfg.framework.tag,
-            "memory": cfg.memory.tag,
+            "memory": memory_label(cfg),
             "model": cfg.model.label,
             "seed": cfg.seed,
         },

@@ -63,7 +63,13 @@ class ProtocolConfig(_Strict):
 
 
 class EmbedderConfig(_Strict):
-    backend: Literal["minilm", "lexical"] = "lexical"
+    backend: Literal["minilm", "lexical", "qwen3_embedding"] = "minilm"
+    # qwen3_embedding only: a litellm embedding model id (an OpenAI-compatible server such as vLLM
+    # serving Qwen/Qwen3-Embedding-4B, the paper's embedder), its endpoint, key variable and width.
+    model: str = "openai/Qwen/Qwen3-Embedding-4B"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    dim: int = Field(2560, ge=1)
 
 
 class CacheConfig(_Strict):
