@@ -14,11 +14,23 @@ scheduling.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 import numpy as np
 
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
+
+RetrievalKey = Literal["instruction", "instruction+observation"]
+
+
+def task_key(instruction: str, observation: str, key: RetrievalKey, max_chars: int = 1500) -> str:
+    """The text retrieval embeds for a task: its instruction, plus (default) what the task actually
+    presents: the opening observation when stored, the current one when recalled. On tau2 every task
+    of a domain has the same instruction; only the user's first message tells them apart."""
+    if key == "instruction" or not observation.strip():
+        return instruction.strip()
+    return f"{instruction.strip()}\n{observation.strip()[:max_chars]}"
 
 
 def embedder_of(services: MemoryServices) -> Embedder:
