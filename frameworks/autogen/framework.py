@@ -25,6 +25,7 @@ from aecg_bench.types import Action, Task, Trajectory
 from frameworks.autogen.bridge import ENVIRONMENT, AgentSpec, BridgeClient, NoSelectorModel, TeamState
 from frameworks.base import (
     ACT_INSTRUCTIONS,
+    ENDINGS,
     Decider,
     Decision,
     EnvLoop,
@@ -49,7 +50,15 @@ HELPER = (
     "in a row and is stuck. Work out what is going wrong and propose a different way forward; do not repeat "
     "the solver's approach."
 )
-_REJECT = re.compile(r"^\W*reject", re.I)
+_VERDICT = re.compile(r"^\W*(approve|reject)\b\W*(.*)", re.I | re.S)
+VERDICT_GRAMMAR = 'root ::= "APPROVE" | "REJECT: " [^\\n]{1,200}'
+"""The critic's output grammar (GBNF, for grammar-capable models): a verdict, nothing else."""
+
+
+def parse_verdict(text: str) -> str:
+    """`approve`, `reject` or `unparsed`: a reply that names no verdict is not an approval."""
+    m = _VERDICT.match(text or "")
+    return m.group(1).lower() if m else "unparsed"
 
 
 class AutoGenParams(Params):
@@ -108,14 +117,17 @@ class TeamProtocol(_Protocol):
         self.plan_due = True
         self.revisions = 0
         self.max_turns = 2 + 2 * (params.max_revisions + 1)
+        self.verdicts: list[dict[str, object]] = []  # every critic reply: approve | reject | unparsed
 
     def agents(self) -> list[AgentSpec]:
         specs = [
-            AgentSpec("planner", "planner", "team", PLANNER, persistent=True),
+            AgentSpec("planner", "planner", "team", PLANNER, persistent=True, ending=ENDINGS["planner"]),
             AgentSpec("executor", "executor", "agent", f"{EXECUTOR} {ACT_INSTRUCTIONS[self.task.mode]}", acts=True),
         ]
         if self.params.critic:
-            specs.append(AgentSpec("critic", "critic", "event", CRITIC))
+            specs.append(
+                AgentSpec("critic", "critic", "event", CRITIC, ending=ENDINGS["critic"], grammar=VERDICT_GRAMMAR)
+            )
         return specs
 
     def begin_step(self, step: int) -> None:
@@ -135,10 +147,13 @@ class TeamProtocol(_Protocol):
             self.planned_at, self.plan_due = self.step, False
         elif spec.name == "executor":
             self.done = self.propose(decision) is None or not self.params.critic
-        elif _REJECT.match(decision.node.output) and self.revisions < self.params.max_revisions:
-            self.revisions += 1
         else:
-            self.done = True
+            verdict = parse_verdict(decision.node.output)
+            self.verdicts.append({"decision": decision.node.id, "step": self.step, "verdict": verdict})
+            if verdict == "reject" and self.revisions < self.params.max_revisions:
+                self.revisions += 1
+            else:  # approved, out of revisions, or unparsed: the proposal goes ahead, the verdict is on record
+                self.done = True
 
 
 class GMemoryProtocol(_Protocol):
@@ -208,6 +223,7 @@ class AutoGenFramework(Framework):
             "variant": p.variant,
             "team": type(team).__name__,
             "agents": {s.name: {"role": s.role, "level": s.level} for s in specs},
+            "verdicts": getattr(protocol, "verdicts", []),
         }
         while not loop.finished:
             protocol.begin_step(loop.steps_taken)

@@ -14,6 +14,7 @@ from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Task, Trajectory
 from frameworks.base import (
     ACT_INSTRUCTIONS,
+    ENDINGS,
     Decider,
     Decision,
     DecisionRequest,
@@ -117,7 +118,7 @@ class MacNetFramework(Framework):
             edges = [(p, i) for i in layer for p in dag.preds(i)]
             requests = [
                 DecisionRequest(
-                    **self._base(task, transcript, loop, step, acting=False),
+                    **self._base(task, transcript, loop, step, acting=False, ending=ENDINGS["instructor"]),
                     agent=f"instructor_{p}_{i}",
                     role="instructor",
                     level="event",
@@ -143,6 +144,7 @@ class MacNetFramework(Framework):
                     **self._base(task, transcript, loop, step, acting=True),
                     agent=f"node_{i}",
                     role="merger" if len(preds) > 1 else "solver",
+                    account="node",
                     level="agent",
                     system=with_notes(system, notes),
                     parents=(*parents, *_opt(step.previous)),
@@ -151,11 +153,13 @@ class MacNetFramework(Framework):
         step.proposals.update(zip(layer, decider.decide_many(requests, workers), strict=True))
 
     @staticmethod
-    def _base(task: Task, transcript: Transcript, loop: EnvLoop, step: _Step, *, acting: bool) -> dict[str, Any]:
+    def _base(
+        task: Task, transcript: Transcript, loop: EnvLoop, step: _Step, *, acting: bool, ending: str = ""
+    ) -> dict[str, Any]:
         """Keywords every decision of a step shares: the environment view, tools, grammar, step."""
         tools = transcript.tools if acting and task.mode == "conversation" else None
         return {
-            **transcript.view(step.note if acting else "", acting=acting),
+            **transcript.view(step.note if acting else "", acting=acting, ending=ending),
             "tools": tools,
             "action_grammar": acting,
             "step": loop.steps_taken,
