@@ -71,13 +71,17 @@ def _check_framework_graph(framework: str, traj: Any) -> None:
     """Each framework's exact decision pattern and parents on the oracle's runs."""
     ds = traj.decisions
     if framework == "autogen":  # step 0: planner, executor, critic; later steps: executor, critic
-        assert [d.role for d in ds] == ["planner"] + ["executor", "critic"] * len(traj.steps)
+        # the oracle answers the critic with an action: no verdict, so the critic is asked once more
+        assert [d.role for d in ds] == ["planner"] + ["executor", "critic", "critic"] * len(traj.steps)
+        assert {v["verdict"] for v in traj.metadata["autogen"]["verdicts"]} == {"unparsed"}
         plan = ds[0].id
         assert ds[0].parents == () and ds[1].parents == (plan,) and ds[2].parents == (plan, ds[1].id)
-        for k in range(3, len(ds), 2):
-            executor, critic = ds[k], ds[k + 1]
-            assert executor.parents == (ds[k - 2].id, plan)  # own previous action (which made the observation), plan
-            assert critic.parents == (ds[k - 1].id, ds[k - 2].id, plan, executor.id)
+        assert ds[3].parents == (ds[2].id, plan, ds[1].id)  # the re-asked critic sees its own unreadable reply
+        for k in range(4, len(ds), 3):
+            executor, critic, again = ds[k], ds[k + 1], ds[k + 2]
+            assert executor.parents == (ds[k - 3].id, plan)  # own previous action (which made the observation), plan
+            assert critic.parents == (ds[k - 1].id, ds[k - 3].id, plan, executor.id)
+            assert again.parents == (critic.id, ds[k - 3].id, plan, executor.id)
         assert [s.decision_id for s in traj.steps] == [d.id for d in ds if d.role == "executor"]
     elif framework == "autogen_gmemory":  # the helper never steps in: the oracle does not repeat itself thrice
         assert [d.role for d in ds] == ["solver"] * len(traj.steps)

@@ -67,6 +67,7 @@ class AutoGenParams(Params):
     )
     critic: bool = Field(True, description="team: the critic reviews every executor proposal")
     max_revisions: int = Field(1, ge=0, le=5, description="team: executor revisions after a critic rejection")
+    verdict_retries: int = Field(1, ge=0, le=3, description="team: re-asks of a critic whose reply names no verdict")
     replan_every: int = Field(0, ge=0, description="team: the planner speaks again every N steps (0 = once)")
     stuck_repeats: int = Field(2, ge=1, description="gmemory: helper steps in when a proposal repeats the last N")
     history_window: int = Field(8, ge=0, description="recent steps shown in each step prompt")
@@ -115,8 +116,8 @@ class TeamProtocol(_Protocol):
         self.params = params
         self.planned_at: int | None = None
         self.plan_due = True
-        self.revisions = 0
-        self.max_turns = 2 + 2 * (params.max_revisions + 1)
+        self.revisions, self.reasks, self.reask = 0, 0, False
+        self.max_turns = 2 + (2 + params.verdict_retries) * (params.max_revisions + 1)
         self.verdicts: list[dict[str, object]] = []  # every critic reply: approve | reject | unparsed
 
     def agents(self) -> list[AgentSpec]:
@@ -134,12 +135,14 @@ class TeamProtocol(_Protocol):
         super().begin_step(step)
         every = self.params.replan_every
         self.plan_due = self.planned_at is None or (every > 0 and step - self.planned_at >= every)
-        self.revisions = 0
+        self.revisions, self.reasks, self.reask = 0, 0, False
 
     def select(self, messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> str:
         last = messages[-1].source
         if last == ENVIRONMENT:
             return "planner" if self.plan_due else "executor"
+        if last == "critic" and self.reask:  # an unreadable verdict: the critic is asked again
+            return "critic"
         return "critic" if last == "executor" else "executor"
 
     def on_decision(self, spec: AgentSpec, decision: Decision) -> None:
@@ -150,9 +153,13 @@ class TeamProtocol(_Protocol):
         else:
             verdict = parse_verdict(decision.node.output)
             self.verdicts.append({"decision": decision.node.id, "step": self.step, "verdict": verdict})
-            if verdict == "reject" and self.revisions < self.params.max_revisions:
+            self.reask = verdict == "unparsed" and self.reasks < self.params.verdict_retries
+            if self.reask:
+                self.reasks += 1
+            elif verdict == "reject" and self.revisions < self.params.max_revisions:
                 self.revisions += 1
-            else:  # approved, out of revisions, or unparsed: the proposal goes ahead, the verdict is on record
+                self.reasks = 0
+            else:  # approved, out of revisions, or still unreadable after re-asking: the proposal goes ahead
                 self.done = True
 
 
