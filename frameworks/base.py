@@ -349,6 +349,7 @@ ENDINGS = {
     "critic": "Verdict (APPROVE, or REJECT: <reason>):",
     "router": "Decision:",
     "instructor": "Instructions for the next node (at most two):",
+    "review": "Your comment with the highest priority and how to fix it (or <INFO> Finished):",
 }
 """The last line of a decision's prompt, by what the decision produces: only acting decisions are
 asked for an action; planners, critics, routers and instructors get their own output's cue."""
