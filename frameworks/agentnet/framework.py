@@ -156,7 +156,14 @@ class AgentNetFramework(Framework):
         run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, p.history_window), ctx.rng)
         run.transcript.start(loop.reset())
         holder = net.entry(task_type, ctx.rng)
-        run.record = {"entry": holder, "routes": [], "executions": [], "edges_used": [], "unparsed_routes": 0}
+        run.record = {
+            "entry": holder,
+            "abilities": {a: round(net.ability(a, task_type), 6) for a in net.agents},  # as this task found them
+            "routes": [],
+            "executions": [],
+            "edges_used": [],
+            "unparsed_routes": 0,
+        }
         traj.metadata["agentnet"] = run.record
         hops, path, parent, level, what = p.max_hops, [holder], None, "team", task.instruction
         while not loop.finished:
