@@ -172,7 +172,10 @@ class AgentNetFramework(Framework):
                 p.split and len(run.record["executions"]) + 1 < p.max_executions and bool(net.neighbours(holder, set()))
             )
             offered = ("execute", *(("forward",) if can_forward else ()), *(("split",) if can_split else ()))
-            route, parent = self._ask(run, holder, level, offered, parent, what, set(path))
+            if offered == ("execute",):  # nothing to decide: the holder executes without a router call
+                route = Route("execute")
+            else:
+                route, parent = self._ask(run, holder, level, offered, parent, what, set(path))
             if route.kind == "forward":
                 target = net.redirect(holder, route.target, task_type, set(path))
                 if target is not None:
