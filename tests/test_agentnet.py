@@ -13,8 +13,11 @@ from test_autogen import TOY
 from aecg_bench.benchmarks.toy import ToyBenchmark, ToyEnv, mock_oracle
 from aecg_bench.contracts import AgentContext, EnvContext
 from aecg_bench.errors import InfraError
+from aecg_bench.llm import LLMClient
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import Request, TransientProviderError
-from aecg_bench.llm.spec import ModelSpec
+from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.types import Episode, Outcome, Status, Trajectory
 from frameworks.agentnet import AgentNetFramework
 from frameworks.agentnet.framework import feedback_value
@@ -278,3 +281,27 @@ def test_provider_failure_propagates_and_leaves_the_state_untouched():
     with pytest.raises(InfraError, match="timeout"):
         run_task(fw, TOY, ToyEnv(2, 4, 8), scripted_llm(policy))
     assert fw.state_dict() == before
+
+
+def test_per_agent_models_serve_each_agents_router_and_executor():
+    register_mock_policy("agentnet_models", lambda request, spec: relay_policy(request, spec))
+    specs = {
+        label: ModelSpec(label=label, provider="mock", model=f"mock/{label}", options={"policy": "agentnet_models"})
+        for label in ("small", "large")
+    }
+    llm = LLMClient(specs, {"default": "small"}, ResponseCache(None, "off"), RetryPolicy(max_attempts=1))
+    fw = AgentNetFramework({"agents": 2, "models": ["small", "large"], "initial_abilities": [0.9, 0.6]})
+    traj = run_task(fw, TOY, ToyEnv(2, 4, 8), llm)
+    used = {(d.agent, d.model) for d in traj.decisions}
+    assert ("agent_0", "small") in used and ("agent_1", "large") in used
+    assert all(model == {"agent_0": "small", "agent_1": "large"}[agent] for agent, model in used)
+
+
+def relay_policy(request: Request, spec: ModelSpec) -> str:
+    """agent_0 forwards to agent_1, which executes (the toy oracle)."""
+    who = _router(request)
+    if who == ("agent_0", "route"):
+        return "FORWARD agent_1"
+    if who is not None:
+        return "EXECUTE"
+    return mock_oracle(request, spec)
