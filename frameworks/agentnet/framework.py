@@ -5,7 +5,6 @@ See the package docstring (`frameworks.agentnet`) for the spec.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -80,7 +79,6 @@ class _Run:
     decider: Decider
     loop: EnvLoop
     transcript: Transcript
-    rng: random.Random
     record: dict[str, Any] = field(default_factory=dict)
     progress: list[tuple[str, str]] = field(default_factory=list)  # (agent, result of its part)
     note: str = ""
@@ -153,7 +151,7 @@ class AgentNetFramework(Framework):
         p, net, task_type = self.params, self.network, task.task_type
         traj = ctx.trajectory
         loop = EnvLoop(env, task, traj, ctx, p.max_steps)
-        run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, p.history_window), ctx.rng)
+        run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, p.history_window))
         run.transcript.start(loop.reset())
         holder = net.entry(task_type, ctx.rng)
         run.record = {
