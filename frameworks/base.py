@@ -103,12 +103,13 @@ class DecisionRequest:
 
     `action_grammar=False` drops the task's action grammar for decisions whose
     output is not an action (plans, critiques, routes); `grammar` is the
-    decision's own output grammar (a critic's verdict, a router's decision). `llm_role` picks the
-    model (`model.roles`); the call's usage is accounted under `account`
-    (default: the decision's `role`), so a run's cost splits by role. `framework_memory` is
-    the framework's own experience (AgentNet's pools): it is formatted by the
-    same formatter but is not memory-method recall, so its ids are not recorded
-    as recalled.
+    decision's own output grammar (a critic's verdict, a router's decision).
+    `llm_role` picks the model (`model.roles`; `model` names one directly);
+    the call's usage is accounted under `account` (default: the decision's
+    `role`), so a run's cost splits by role. `framework_memory` is the
+    framework's own experience (AgentNet's pools): it is formatted by the same
+    formatter but is not memory-method recall, so its ids are not recorded as
+    recalled.
     """
 
     agent: str
