@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fw_helpers import system_of
 
 from aecg_bench.benchmarks.toy import ToyBenchmark, mock_oracle
@@ -23,6 +24,8 @@ from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
 from aecg_bench.types import trajectory_from_dict
+from frameworks.agentnet.routing import grammar
+from frameworks.autogen.framework import VERDICT_GRAMMAR
 
 CUES = {
     "planner": "Plan (numbered steps):",
@@ -167,3 +170,14 @@ def test_agentnet_probe(make_config):
 def _run_dir(header: dict) -> Path:
     root = Path(header["runtime"]["results_root"])
     return root / "default" / "toy" / header["labels"]["framework"] / "no_memory" / "mock" / "seed=0"
+
+
+def test_role_grammars_compile_for_the_embedded_model():
+    """The critic's and the routers' GBNF must compile in llama.cpp, or grammar-capable models would fail."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    for text in (
+        VERDICT_GRAMMAR,
+        grammar(("execute", "forward", "split"), ["agent_1", "agent_2"]),
+        grammar(("complete", "incomplete"), ["agent_0"]),
+    ):
+        assert llama_cpp.LlamaGrammar.from_string(text, verbose=False) is not None
