@@ -179,6 +179,10 @@ def test_chatdev_without_schedule_or_instructors():
         ("final", "decider"),
     ]
     assert len({r.params["temperature"] for r in seen}) == 1  # the model's own, at every depth
+    seen.clear()  # a temperature imposed by the caller (EDV's rollouts) wins over the schedule
+    llm = _recording_oracle(seen).with_context(temperature=0.7)
+    run_task(MacNetFramework({"topology": "chain", "nodes": 2}), ANSWER_TASK, AnswerEnv(), llm)
+    assert {r.params["temperature"] for r in seen} == {0.7}
 
 
 def test_the_default_graph_is_g_memorys_random_three_nodes_and_seeds_vary_it():

@@ -119,11 +119,14 @@ class MacNetFramework(Framework):
         loop = EnvLoop(env, task, traj, ctx, p.max_steps)
         transcript = Transcript(task, traj, p.history_window)
         transcript.start(loop.reset())
+        # ChatDev macnet graph.py `agent_deployment`: temperature = 1 - depth / D; a temperature the caller
+        # imposes on every call (EDV's rollout sampling) takes precedence
+        schedule = p.temperature_schedule and ctx.llm.temperature is None
         note = ""
         while not loop.finished:
             step = _Step(traj.steps[-1].decision_id if traj.steps else None, note)
             if p.protocol == "chatdev":
-                final = self._chatdev_pass(decider, transcript, loop, dag, step)
+                final = self._chatdev_pass(decider, transcript, loop, dag, step, schedule)
             else:
                 final = self._gmemory_pass(decider, transcript, loop, dag, step)
             action = action_from_completion(task, final.completion)
@@ -140,7 +143,9 @@ class MacNetFramework(Framework):
 
     # -- protocol=chatdev ------------------------------------------------------
 
-    def _chatdev_pass(self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step) -> Decision:
+    def _chatdev_pass(
+        self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step, schedule: bool
+    ) -> Decision:
         """ChatDev macnet graph.py `Graph.execute`: layer by layer, each in-edge p->i makes node i review p's
         solution (instructor) and revise it (assistant); a node with at least `aggregate_unit` revisions merges
         them. The output node (after the sinks) does the same; its solution is the step's action."""
@@ -149,7 +154,7 @@ class MacNetFramework(Framework):
         preds = {i: dag.preds(i) for i in range(dag.n)} | {out: dag.sinks()}
         depth = len(layers)  # the original's D: the virtual input node is depth 0, the output node depth D
         for d, layer in enumerate(layers, start=1):
-            temp = {i: self._temperature(d, depth) for i in layer}
+            temp = {i: round(1 - d / depth, 4) if schedule else None for i in layer}
             edges = [(src, i) for i in layer for src in preds[i]]
             if self.params.instructors and edges:
                 requests = [self._review(transcript, loop, step, src, i, out, temp[i]) for src, i in edges]
@@ -168,10 +173,6 @@ class MacNetFramework(Framework):
                 if i not in step.proposals:
                     step.proposals[i] = step.revisions[(preds[i][0], i)]
         return step.proposals[out]
-
-    def _temperature(self, d: int, depth: int) -> float | None:
-        """ChatDev macnet graph.py `agent_deployment`: temperature = 1 - depth / D."""
-        return round(1 - d / depth, 4) if self.params.temperature_schedule else None
 
     def _who(self, i: int, out: int) -> dict[str, Any]:
         """Agent, role, level and accounting of node `i`'s own outputs (the output node acts for the team)."""
