@@ -87,7 +87,7 @@ class _Run:
 
 class AgentNetFramework(Framework):
     name = "agentnet"
-    version = "1"
+    version = "2"
     Params = AgentNetParams
 
     def __init__(self, params: Any = None) -> None:

@@ -203,7 +203,7 @@ def _key(action: Action) -> str:
 
 class AutoGenFramework(Framework):
     name = "autogen"
-    version = "1"
+    version = "2"
     Params = AutoGenParams
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
