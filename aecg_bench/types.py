@@ -154,6 +154,8 @@ class DecisionNode:
     action: Action | None = None
     model: str = ""
     step: int | None = None
+    input_tokens: int = 0  # this decision's call (per-node cost)
+    output_tokens: int = 0
 
 
 @dataclass(frozen=True)

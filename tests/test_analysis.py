@@ -98,7 +98,7 @@ def test_load_reads_real_runs_into_one_row_per_sample(make_config, tmp_path):
     df = load(root)
     assert len(df) == 16 and set(df["memory"]) == {"no_memory", "recorder"} and set(df["seed"]) == {0, 1}
     assert df.groupby(["memory", "seed"]).size().eq(4).all()
-    assert {"metric_steps", "tokens_agent", "cost_agent"} <= set(df.columns)
+    assert {"metric_steps", "tokens_actor", "cost_actor"} <= set(df.columns)  # usage by decision role
     summary = summarize(df, n_boot=100)
     assert len(summary) == 2 and summary["complete"].all()
     manual = df[df["memory"] == "recorder"].groupby("seed")["value"].mean().mean() * 100
