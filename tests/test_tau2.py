@@ -1,0 +1,253 @@
+"""tau2-bench: tools, gold replay, reward components, the simulated user and full conversations.
+
+The replay tests read the real release data in ../shared/data/tau2 (skipped when it is
+absent); the conversation tests script both the agent and the user with the mock model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fw_helpers import run_task, scripted_llm
+
+from aecg_bench.benchmarks.tau2 import Tau2Benchmark
+from aecg_bench.benchmarks.tau2.evaluate import Call, evaluate
+from aecg_bench.benchmarks.tau2.mock import MockDB, MockTools
+from aecg_bench.benchmarks.tau2.toolkit import ToolKind, arithmetic, parse_docstring
+from aecg_bench.contracts import EnvContext
+from aecg_bench.errors import ConfigError
+from aecg_bench.llm import LLMClient
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.llm.providers import ProviderResult, Request
+from aecg_bench.llm.spec import ModelSpec
+from aecg_bench.registry import build
+from aecg_bench.types import Action, ToolCall
+
+
+def bench(shared_data: Path, domain: str, **params) -> Tau2Benchmark:
+    return Tau2Benchmark({"domain": domain, **params}, data_dir=shared_data / "tau2")
+
+
+def gold_reward(b: Tau2Benchmark, task_id: str, drop_last_write: bool = False):
+    """Replay a task's gold agent actions through our tools (no LLM) and score the result."""
+    task = b.tasks[task_id]
+    kit = b.fresh_toolkit(task)
+    actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+    if drop_last_write:
+        writes = [i for i, a in enumerate(actions) if type(kit).kind(a.name) == ToolKind.WRITE]
+        actions.pop(writes[-1])
+    calls = []
+    for a in actions:
+        kit.call(a.name, a.arguments)
+        calls.append(Call(a.name, a.arguments))
+    texts = list(task.evaluation_criteria.communicate_info or []) if task.evaluation_criteria else []
+    return evaluate(
+        task, final=kit, gold_hash=b.gold_hash(task), calls=calls, agent_texts=texts, termination="user_stop"
+    )
+
+
+def _replay_domain(shared_data: Path, domain: str, limit: int | None) -> None:
+    b = bench(shared_data, domain)
+    ids = list(b.tasks)[:limit]
+    for task_id in ids:
+        r = gold_reward(b, task_id)
+        # mock's update_task_with_history_and_env_assertions has no gold action: its env assertion
+        # (task_2 completed) is something the gold actions do not decide
+        decided = [n for n in r.basis if b.tasks[task_id].evaluation_criteria.actions or n != "ENV_ASSERTION"]
+        assert all(r.components[n] == 1.0 for n in decided), (domain, task_id, r)
+
+
+@pytest.mark.parametrize("domain,limit", [("mock", None), ("airline", 4), ("retail", 4)])
+def test_gold_actions_earn_full_reward(shared_data, domain, limit):
+    _replay_domain(shared_data, domain, limit)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_gold_actions_earn_full_reward_on_every_task(shared_data, domain):
+    _replay_domain(shared_data, domain, None)
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "mock"])
+def test_a_missing_write_gives_db_reward_zero(shared_data, domain):
+    b = bench(shared_data, domain)
+    kinds = b.fresh_toolkit(next(iter(b.tasks.values())))
+    task_id = next(
+        t.id
+        for t in b.tasks.values()
+        if t.evaluation_criteria
+        and any(type(kinds).kind(a.name) == ToolKind.WRITE for a in t.evaluation_criteria.actions or [])
+    )
+    assert gold_reward(b, task_id).reward == 1.0
+    r = gold_reward(b, task_id, drop_last_write=True)
+    assert r.components["DB"] == 0.0
+    assert r.reward == 0.0
+
+
+def test_a_different_payment_method_fails_the_db_check(shared_data):
+    b = bench(shared_data, "retail")
+    task = next(
+        t for t in b.tasks.values() if any(a.name == "cancel_pending_order" for a in t.evaluation_criteria.actions)
+    )
+    kit = b.fresh_toolkit(task)
+    for a in task.evaluation_criteria.actions:
+        args = dict(a.arguments)
+        if a.name == "cancel_pending_order":  # the other allowed reason: a different, valid write
+            args["reason"] = "ordered by mistake" if args["reason"] == "no longer needed" else "no longer needed"
+        kit.call(a.name, args)
+    assert kit.db_hash() != b.gold_hash(task)
+
+
+def test_tool_errors_carry_tau2_messages(shared_data):
+    airline = bench(shared_data, "airline")
+    kit = airline.fresh_toolkit(next(iter(airline.tasks.values())))
+    assert (
+        kit.call("get_reservation_details", {"reservation_id": "NOPE00"}).content
+        == "Error: Reservation NOPE00 not found"
+    )
+    assert kit.call("update_reservation_baggages", {"reservation_id": "NOPE00"}).content.startswith(
+        "Error: AirlineTools.update_reservation_baggages() missing 3 required positional arguments"
+    )
+    retail = bench(shared_data, "retail")
+    kit = retail.fresh_toolkit(next(iter(retail.tasks.values())))
+    assert kit.call("get_order_details", {"order_id": "#W0"}).content == "Error: Order not found"
+    assert kit.call("cancel_pending_order", {"order_id": "#W0", "reason": "x"}).error
+    mock = MockTools(MockDB(tasks={}, users={}))
+    assert (
+        mock.call("update_task_status", {"task_id": "t9", "status": "completed"}).content == "Error: Task t9 not found"
+    )
+    assert mock.call("delete_task", {}).content == "Error: Tool 'delete_task' not found."
+
+
+def test_tool_specs_come_from_docstrings_and_kinds_are_tau2s():
+    specs = {s.name: s for s in MockTools(MockDB(tasks={}, users={})).specs()}
+    assert set(specs) == {"create_task", "get_users", "update_task_status", "transfer_to_human_agents"}
+    create = specs["create_task"]
+    assert create.description == "Create a new task for a user."
+    assert create.parameters["required"] == ["user_id", "title"]
+    assert create.parameters["properties"]["title"]["description"] == "The title of the task"
+    assert specs["update_task_status"].parameters["properties"]["status"]["enum"] == ["pending", "completed"]
+    assert MockTools.kind("create_task") == ToolKind.WRITE and MockTools.kind("get_users") == ToolKind.READ
+
+
+def test_docstring_parser_splits_short_long_and_continued_args():
+    short, long, args = parse_docstring(
+        """First line,
+        second line.
+
+        Args:
+            a: One.
+            b: Two
+               continued.
+
+        Returns:
+            Nothing.
+        """
+    )
+    assert (short, long) == ("First line,", "second line.")
+    assert args == {"a": "One.", "b": "Two\ncontinued."}
+
+
+def test_calculate_matches_python_arithmetic_and_refuses_other_text():
+    assert arithmetic("(2 + 3) * 4 / 3") == "6.67"
+    assert arithmetic("-5 + 2") == "-3.0"
+    with pytest.raises(ValueError, match="Invalid characters"):
+        arithmetic("__import__('os')")
+
+
+def test_splits_are_deterministic_disjoint_and_unknown_split_is_one_error(shared_data):
+    b = bench(shared_data, "retail")
+    train, test, every = (b.samples(s) for s in ("train", "test", "all"))
+    assert {s.id for s in train}.isdisjoint({s.id for s in test})
+    assert len(train) + len(test) == len(every) == 114
+    assert [s.id for s in train] == [s.id for s in bench(shared_data, "retail").samples("train")]
+    with pytest.raises(ConfigError, match="unknown tau2 split 'dev'"):
+        b.samples("dev")
+
+
+def test_a_changed_data_file_is_refused(tmp_path, shared_data):
+    root = tmp_path / "tau2"
+    for rel in ("domains/mock/db.json", "domains/mock/policy.md", "domains/mock/tasks.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text((shared_data / "tau2" / rel).read_text())
+    (root / "domains/mock/db.json").write_text("{}")
+    with pytest.raises(Exception, match="sha256"):
+        Tau2Benchmark({"domain": "mock"}, data_dir=root).samples("all")
+
+
+# --- conversations with a scripted agent and a scripted user ---------------------------------
+
+
+def mock_conversation_policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    """Plays both sides of tau2 mock task create_task_1: the user (system prompt has <scenario>) and the agent."""
+    system = str(request.messages[0].get("content", "")) if request.messages else ""
+    last = str(request.messages[-1].get("content") or "")
+    if "<scenario>" in system:  # the user simulator
+        if "created successfully" in last:
+            return "Great, thanks! ###STOP###"
+        return "Please create a task called 'Important Meeting' for user_1."
+    if request.messages[-1].get("role") == "tool" or '"task_id": "task_2"' in last:
+        return "The agent confirmed the task was created successfully."
+    if re.search(r"Important Meeting", last):
+        return json.dumps({"tool": "create_task", "arguments": {"user_id": "user_1", "title": "Important Meeting"}})
+    return "How can I help?"
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_scripted_conversation_scores_every_component_under_each_framework(shared_data, framework):
+    b = bench(shared_data, "mock")
+    sample = next(s for s in b.samples("all") if s.gold["task_id"] == "create_task_1")
+    llm = scripted_llm(mock_conversation_policy)
+    env = b.make_env(sample, EnvContext(llm=llm, seed=0))
+    fw = build("framework", framework, {})
+    traj = run_task(fw, sample.task, env, llm)
+    score = env.score()
+    assert score.success, (framework, score, [s.action for s in traj.steps])
+    assert score.metrics["reward_db"] == 1.0 and score.metrics["reward_communicate"] == 1.0
+    assert score.metrics["user_stop"] == 1.0
+    assert any(s.action.kind == "tool" for s in traj.steps)
+
+
+def test_user_simulator_has_its_own_role_and_sees_flipped_roles(shared_data):
+    seen: list[Request] = []
+
+    def user_policy(request: Request, spec: ModelSpec) -> str:
+        seen.append(request)
+        return "I need help. ###STOP###" if len(seen) > 1 else "Hello"
+
+    register_mock_policy("tau2_test_user", user_policy)
+    specs = {
+        "agent": ModelSpec(label="agent", provider="mock", model="mock/a", options={"default": "AGENT"}),
+        "user": ModelSpec(label="user", provider="mock", model="mock/u", options={"policy": "tau2_test_user"}),
+    }
+    llm = LLMClient(specs, {"default": "agent", "user_simulator": "user"}, ResponseCache(None, "off"))
+    b = bench(shared_data, "mock")
+    env = b.make_env(b.samples("all")[0], EnvContext(llm=llm, seed=0))
+    first = env.reset()
+    assert first.text == "Hello" and not first.done
+    obs = env.step(Action(kind="message", text="What do you need?"))
+    assert obs.done and obs.text.endswith("###STOP###")
+    msgs = seen[-1].messages
+    assert (
+        msgs[0]["role"] == "system" and "<scenario>" in msgs[0]["content"] and "Important Meeting" in msgs[0]["content"]
+    )
+    assert [m["role"] for m in msgs[1:]] == ["user", "assistant", "user"]
+    assert msgs[1]["content"] == "Hi! How can I help you today?"
+
+
+def test_tool_errors_beyond_the_limit_end_the_run_with_reward_zero(shared_data):
+    b = bench(shared_data, "mock", max_errors=2)
+    sample = b.samples("all")[0]
+    env = b.make_env(sample, EnvContext(llm=scripted_llm(lambda r, s: "hi"), seed=0))
+    env.reset()
+    bad = Action(
+        kind="tool", tool_calls=(ToolCall("update_task_status", {"task_id": "x", "status": "completed"}, "c1"),)
+    )
+    assert not env.step(bad).done
+    assert env.step(bad).done
+    score = env.score()
+    assert score.value == 0.0 and score.metrics["premature"] == 1.0
