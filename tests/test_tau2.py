@@ -251,3 +251,45 @@ def test_tool_errors_beyond_the_limit_end_the_run_with_reward_zero(shared_data):
     assert env.step(bad).done
     score = env.score()
     assert score.value == 0.0 and score.metrics["premature"] == 1.0
+
+
+def test_runner_records_every_reward_component_and_each_sample_starts_from_a_fresh_db(
+    shared_data, make_config, tmp_path
+):
+    from aecg_bench.run import run_from_config
+    from aecg_bench.runner.identity import results_dir_of
+    from aecg_bench.runner.records import RunDir
+
+    register_mock_policy("tau2_test_conversation", mock_conversation_policy)
+    final = run_from_config(
+        make_config(
+            "benchmark=tau2_mock",
+            "protocol.split=all",
+            "protocol.limit=2",
+            "model.models.mock.options.policy=tau2_test_conversation",
+            data_root=shared_data,
+        )
+    )
+    records = RunDir(results_dir_of(final)).records()
+    assert len(records) == 2
+    first = records[0]
+    assert first["sample_id"] == "mock:create_task_1" and first["status"] == "ok"
+    metrics = first["metrics"]
+    for name in ("reward_db", "reward_communicate", "reward_action", "reward_env_assertion", "reward"):
+        assert name in metrics
+    assert metrics["reward"] == 1.0 and first["success"] is True
+    assert "user_simulator" in first["usage"]["by_role"]  # the user is accounted apart from the agent
+
+
+def test_a_new_environment_for_the_same_sample_starts_from_the_initial_db(shared_data):
+    b = bench(shared_data, "mock")
+    sample = next(s for s in b.samples("all") if s.gold["task_id"] == "create_task_1")
+    llm = scripted_llm(mock_conversation_policy)
+    env = b.make_env(sample, EnvContext(llm=llm, seed=0))
+    env.reset()
+    initial = env.kit.db_hash()
+    env.step(Action(kind="tool", tool_calls=(ToolCall("create_task", {"user_id": "user_1", "title": "x"}, "c1"),)))
+    assert env.kit.db_hash() != initial
+    again = b.make_env(sample, EnvContext(llm=llm, seed=0))
+    again.reset()
+    assert again.kit.db_hash() == initial
