@@ -17,6 +17,7 @@ from aecg_bench.benchmarks.tau2 import Tau2Benchmark
 from aecg_bench.benchmarks.tau2.evaluate import Call, evaluate
 from aecg_bench.benchmarks.tau2.mock import MockDB, MockTools
 from aecg_bench.benchmarks.tau2.toolkit import ToolKind, arithmetic, parse_docstring
+from aecg_bench.benchmarks.tau2.world import World
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm import LLMClient
@@ -33,20 +34,20 @@ def bench(shared_data: Path, domain: str, **params) -> Tau2Benchmark:
 
 
 def gold_reward(b: Tau2Benchmark, task_id: str, drop_last_write: bool = False):
-    """Replay a task's gold agent actions through our tools (no LLM) and score the result."""
+    """Replay a task's gold actions (agent's and, in telecom, the user's) through our tools, no LLM, and score."""
     task = b.tasks[task_id]
-    kit = b.fresh_toolkit(task)
+    world = b.fresh_world(task)
     actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
     if drop_last_write:
-        writes = [i for i, a in enumerate(actions) if type(kit).kind(a.name) == ToolKind.WRITE]
+        writes = [i for i, a in enumerate(actions) if type(world.kit(a.requestor)).kind(a.name) == ToolKind.WRITE]
         actions.pop(writes[-1])
     calls = []
     for a in actions:
-        kit.call(a.name, a.arguments)
-        calls.append(Call(a.name, a.arguments))
+        world.call(a.name, a.arguments, a.requestor)
+        calls.append(Call(a.name, a.arguments, a.requestor))
     texts = list(task.evaluation_criteria.communicate_info or []) if task.evaluation_criteria else []
     return evaluate(
-        task, final=kit, gold_hash=b.gold_hash(task), calls=calls, agent_texts=texts, termination="user_stop"
+        task, final=world, gold_hashes=b.gold_hashes(task), calls=calls, agent_texts=texts, termination="user_stop"
     )
 
 
@@ -56,12 +57,13 @@ def _replay_domain(shared_data: Path, domain: str, limit: int | None) -> None:
     for task_id in ids:
         r = gold_reward(b, task_id)
         # mock's update_task_with_history_and_env_assertions has no gold action: its env assertion
-        # (task_2 completed) is something the gold actions do not decide
+        # (task_2 completed) is something the gold actions do not decide. Telecom's DB check is
+        # never in its basis (tau2 replays gold actions without syncing the phone, so it can differ).
         decided = [n for n in r.basis if b.tasks[task_id].evaluation_criteria.actions or n != "ENV_ASSERTION"]
         assert all(r.components[n] == 1.0 for n in decided), (domain, task_id, r)
 
 
-@pytest.mark.parametrize("domain,limit", [("mock", None), ("airline", 4), ("retail", 4)])
+@pytest.mark.parametrize("domain,limit", [("mock", None), ("airline", 4), ("retail", 4), ("telecom", None)])
 def test_gold_actions_earn_full_reward(shared_data, domain, limit):
     _replay_domain(shared_data, domain, limit)
 
@@ -72,15 +74,42 @@ def test_gold_actions_earn_full_reward_on_every_task(shared_data, domain):
     _replay_domain(shared_data, domain, None)
 
 
+def test_telecom_small_task_set_gold_actions_satisfy_the_env_assertions(shared_data):
+    b = bench(shared_data, "telecom", task_set="small")
+    assert len(b.tasks) == 20
+    for task_id in b.tasks:
+        r = gold_reward(b, task_id)
+        assert r.reward == 1.0 and all(r.checks["env_assertions"]), (task_id, r)
+
+
+def test_telecom_a_missing_user_fix_fails_the_env_assertions(shared_data):
+    b = bench(shared_data, "telecom")
+    checked = 0
+    for task_id, task in list(b.tasks.items())[:12]:
+        user_fixes = [a for a in task.evaluation_criteria.actions or [] if a.requestor == "user"]
+        if not user_fixes:
+            continue
+        world = b.fresh_world(task)
+        for a in task.evaluation_criteria.actions:
+            if a is not user_fixes[-1]:
+                world.call(a.name, a.arguments, a.requestor)
+        r = evaluate(
+            task, final=world, gold_hashes=b.gold_hashes(task), calls=[], agent_texts=[], termination="user_stop"
+        )
+        assert r.components["ENV_ASSERTION"] == 0.0, task_id
+        checked += 1
+    assert checked >= 3
+
+
 @pytest.mark.parametrize("domain", ["airline", "retail", "mock"])
 def test_a_missing_write_gives_db_reward_zero(shared_data, domain):
     b = bench(shared_data, domain)
-    kinds = b.fresh_toolkit(next(iter(b.tasks.values())))
+    kit_cls = type(b.fresh_world(next(iter(b.tasks.values()))).agent)
     task_id = next(
         t.id
         for t in b.tasks.values()
         if t.evaluation_criteria
-        and any(type(kinds).kind(a.name) == ToolKind.WRITE for a in t.evaluation_criteria.actions or [])
+        and any(kit_cls.kind(a.name) == ToolKind.WRITE for a in t.evaluation_criteria.actions or [])
     )
     assert gold_reward(b, task_id).reward == 1.0
     r = gold_reward(b, task_id, drop_last_write=True)
@@ -93,30 +122,33 @@ def test_a_different_payment_method_fails_the_db_check(shared_data):
     task = next(
         t for t in b.tasks.values() if any(a.name == "cancel_pending_order" for a in t.evaluation_criteria.actions)
     )
-    kit = b.fresh_toolkit(task)
+    world = b.fresh_world(task)
     for a in task.evaluation_criteria.actions:
         args = dict(a.arguments)
         if a.name == "cancel_pending_order":  # the other allowed reason: a different, valid write
             args["reason"] = "ordered by mistake" if args["reason"] == "no longer needed" else "no longer needed"
-        kit.call(a.name, args)
-    assert kit.db_hash() != b.gold_hash(task)
+        assert not world.call(a.name, args).error
+    assert world.db_hash() != b.gold_hashes(task)[0]
 
 
 def test_tool_errors_carry_tau2_messages(shared_data):
-    airline = bench(shared_data, "airline")
-    kit = airline.fresh_toolkit(next(iter(airline.tasks.values())))
-    assert (
-        kit.call("get_reservation_details", {"reservation_id": "NOPE00"}).content
-        == "Error: Reservation NOPE00 not found"
+    airline = bench(shared_data, "airline").fresh_world(next(iter(bench(shared_data, "airline").tasks.values())))
+    assert airline.call("get_reservation_details", {"reservation_id": "NOPE00"}).content == (
+        "Error: Reservation NOPE00 not found"
     )
-    assert kit.call("update_reservation_baggages", {"reservation_id": "NOPE00"}).content.startswith(
+    assert airline.call("update_reservation_baggages", {"reservation_id": "NOPE00"}).content.startswith(
         "Error: AirlineTools.update_reservation_baggages() missing 3 required positional arguments"
     )
-    retail = bench(shared_data, "retail")
-    kit = retail.fresh_toolkit(next(iter(retail.tasks.values())))
-    assert kit.call("get_order_details", {"order_id": "#W0"}).content == "Error: Order not found"
-    assert kit.call("cancel_pending_order", {"order_id": "#W0", "reason": "x"}).error
-    mock = MockTools(MockDB(tasks={}, users={}))
+    retail_bench = bench(shared_data, "retail")
+    retail = retail_bench.fresh_world(next(iter(retail_bench.tasks.values())))
+    assert retail.call("get_order_details", {"order_id": "#W0"}).content == "Error: Order not found"
+    assert retail.call("cancel_pending_order", {"order_id": "#W0", "reason": "x"}).error
+    telecom_bench = bench(shared_data, "telecom")
+    telecom = telecom_bench.fresh_world(next(iter(telecom_bench.tasks.values())))
+    assert telecom.call("get_customer_by_id", {"customer_id": "C0"}).content == "Error: Customer with ID C0 not found"
+    assert telecom.call("get_details_by_id", {"id": "X1"}).content == "Error: Unknown ID format or type: X1"
+    assert telecom.call("toggle_data", {}).error  # a user tool is not the agent's
+    mock = World(MockTools(MockDB(tasks={}, users={})))
     assert (
         mock.call("update_task_status", {"task_id": "t9", "status": "completed"}).content == "Error: Task t9 not found"
     )
@@ -212,6 +244,39 @@ def test_scripted_conversation_scores_every_component_under_each_framework(share
     assert any(s.action.kind == "tool" for s in traj.steps)
 
 
+TELECOM_TASK = "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]"
+
+
+def telecom_conversation_policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    """Plays both sides of a telecom task: the user fixes its own phone with its tools when asked."""
+    system = str(request.messages[0].get("content", "")) if request.messages else ""
+    last = request.messages[-1]
+    content = str(last.get("content") or "")
+    if "<scenario>" in system:  # the user simulator, offered its phone's tools
+        if last.get("role") == "tool" and "Airplane Mode is now OFF" in content:
+            return json.dumps({"tool": "toggle_data", "arguments": {}})
+        if last.get("role") == "tool" and "Mobile Data is now ON" in content:
+            return "Done, my data works again. ###STOP###"
+        if "airplane mode" in content:
+            return json.dumps({"tool": "toggle_airplane_mode", "arguments": {}})
+        return "My mobile data is not working."
+    return "Please turn off airplane mode and turn on mobile data."
+
+
+@pytest.mark.parametrize("framework", ["single", "macnet"])
+def test_telecom_user_fixes_its_phone_with_its_own_tools(shared_data, framework):
+    b = bench(shared_data, "telecom")
+    sample = next(s for s in b.samples("all") if s.gold["task_id"] == TELECOM_TASK)
+    llm = scripted_llm(telecom_conversation_policy)
+    env = b.make_env(sample, EnvContext(llm=llm, seed=0))
+    run_task(build("framework", framework, {}), sample.task, env, llm)
+    score = env.score()
+    assert score.metrics["user_tool_calls"] == 2 and score.metrics["user_stop"] == 1.0
+    assert score.metrics["reward_env_assertion"] == 1.0 and score.success, score
+    assert {"toggle_data", "check_status_bar"} <= {t["function"]["name"] for t in b.user_tool_specs()}
+    assert "toggle_data" not in {t.name for t in sample.task.tools}  # the phone is the user's, not the agent's
+
+
 def test_user_simulator_has_its_own_role_and_sees_flipped_roles(shared_data):
     seen: list[Request] = []
 
@@ -287,9 +352,9 @@ def test_a_new_environment_for_the_same_sample_starts_from_the_initial_db(shared
     llm = scripted_llm(mock_conversation_policy)
     env = b.make_env(sample, EnvContext(llm=llm, seed=0))
     env.reset()
-    initial = env.kit.db_hash()
+    initial = env.world.db_hash()
     env.step(Action(kind="tool", tool_calls=(ToolCall("create_task", {"user_id": "user_1", "title": "x"}, "c1"),)))
-    assert env.kit.db_hash() != initial
+    assert env.world.db_hash() != initial
     again = b.make_env(sample, EnvContext(llm=llm, seed=0))
     again.reset()
-    assert again.kit.db_hash() == initial
+    assert again.world.db_hash() == initial

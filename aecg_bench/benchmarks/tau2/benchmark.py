@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -22,10 +24,14 @@ from aecg_bench.benchmarks.tau2.evaluate import Call, evaluate, replay_gold
 from aecg_bench.benchmarks.tau2.mock import MockTools
 from aecg_bench.benchmarks.tau2.retail import RetailTools
 from aecg_bench.benchmarks.tau2.tasks import Tau2Task
+from aecg_bench.benchmarks.tau2.telecom import TelecomTools
+from aecg_bench.benchmarks.tau2.telecom_user import TelecomUserTools
+from aecg_bench.benchmarks.tau2.telecom_user import sync as telecom_sync
 from aecg_bench.benchmarks.tau2.toolkit import Toolkit, deep_update
+from aecg_bench.benchmarks.tau2.world import Sync, World
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
 from aecg_bench.errors import ConfigError, DataError, unknown_choice
-from aecg_bench.types import Action, Observation, Sample, Score, Task
+from aecg_bench.types import Action, Observation, Sample, Score, Task, ToolCall
 
 RELEASE = "37199f36"
 _SOURCE = f"github.com/sierra-research/tau2-bench at {RELEASE}, data/tau2/"
@@ -39,9 +45,43 @@ PINS: dict[str, str] = {
     "domains/retail/db.json": "413a65160adbdb5fde0ffc0015c49b6d70250b10c18128de169b597af7766765",
     "domains/retail/policy.md": "2c9652afbce57d6e087768d37cda64d31c53d50b3e3225cfdb791bac66466467",
     "domains/retail/tasks.json": "76e1fa649a359bef2d2fd30eae834b99d261d84e2e5d364856f6632fdf778dfd",
+    "domains/telecom/db.toml": "562d647ef9d7df8df91eafd8ee76036e707c8f9e32aaedc4a7fde06975aea2c0",
+    "domains/telecom/user_db.toml": "4886107ea0c16f8e16d74bef91cfb557de61822afe9361f5a9b241806aea2e4c",
+    "domains/telecom/main_policy.md": "95943844a0cf11fdf0e2842b483b81d9f9338aa53235712ed131db075d086ed7",
+    "domains/telecom/tech_support_manual.md": "015a3ee49ec8c199c5e1a059c922081937b92cf3a5ea74fedbc4357816f389ba",
+    "domains/telecom/tasks.json": "192a2c143b3b512c37c3775fdf6c5040c33717388620c38b140c731dc6153cd7",
+    "domains/telecom/tasks_small.json": "c8ea6f75adc18a8ad363974292cbd26b6e8b0e348ec87d265a4188e0088a8f24",
     "user_simulator/simulation_guidelines.md": "05f4f48e5beefcb527d81fdee6271ce0e997fa4721e8d3ae4db0e820fb0a9013",
+    "user_simulator/simulation_guidelines_tools.md": "7b0cdb574909a15bb16e75296eb7a0c6b371fbe385a1b23a2fc8ea3751ee4b3b",
 }
-TOOLKITS: dict[str, type[Toolkit]] = {"mock": MockTools, "airline": AirlineTools, "retail": RetailTools}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a domain's files are and which toolkits serve each side."""
+
+    agent: type[Toolkit]
+    db: str
+    policy: tuple[str, ...]
+    user: type[Toolkit] | None = None
+    user_db: str | None = None
+    sync: Sync | None = None
+
+
+DOMAINS: dict[str, Domain] = {
+    "mock": Domain(MockTools, "db.json", ("policy.md",)),
+    "airline": Domain(AirlineTools, "db.json", ("policy.md",)),
+    "retail": Domain(RetailTools, "db.json", ("policy.md",)),
+    # tau2 telecom/environment.py get_environment(policy_type="manual"): main policy + tech support manual
+    "telecom": Domain(
+        TelecomTools,
+        "db.toml",
+        ("main_policy.md", "tech_support_manual.md"),
+        TelecomUserTools,
+        "user_db.toml",
+        telecom_sync,
+    ),
+}
 SPLITS = ("test", "train", "all")
 
 # tau2 agent/llm_agent.py AGENT_INSTRUCTION and SYSTEM_PROMPT: the agent's standing instructions and the policy.
@@ -59,7 +99,10 @@ def agent_prompt(policy: str) -> str:
 
 
 class Tau2Params(Params):
-    domain: Literal["mock", "airline", "retail"] = "airline"
+    domain: Literal["mock", "airline", "retail", "telecom"] = "airline"
+    task_set: Literal["default", "small"] = Field(
+        "default", description="telecom only: tasks.json (114 tasks) or tasks_small.json (20)"
+    )
     max_steps: int = Field(200, ge=1, description="tau2 DEFAULT_MAX_STEPS: messages of any kind before the run stops")
     max_errors: int = Field(10, ge=1, description="tau2 DEFAULT_MAX_ERRORS: failed tool calls before the run stops")
     user_temperature: float = Field(0.0, ge=0.0, description="tau2 DEFAULT_LLM_TEMPERATURE_USER")
@@ -79,7 +122,7 @@ class Tau2Benchmark(Benchmark):
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, data_dir: Path | None = None) -> None:
         super().__init__(params, data_dir=data_dir)
-        self._gold_hashes: dict[str, str] = {}
+        self._gold_hashes: dict[str, tuple[str, str | None]] = {}
 
     @property
     def domain(self) -> str:
@@ -88,9 +131,20 @@ class Tau2Benchmark(Benchmark):
     def _path(self, relpath: str) -> Path:
         return fetch(self.data_dir, DataFile(relpath, PINS[relpath], source=_SOURCE), download=False)
 
+    @property
+    def spec(self) -> Domain:
+        return DOMAINS[self.domain]
+
+    def _tasks_file(self) -> str:
+        if self.params.task_set == "small" and self.domain != "telecom":
+            raise ConfigError(f"task_set 'small' exists only for telecom, not {self.domain!r}")
+        return "tasks_small.json" if self.params.task_set == "small" else "tasks.json"
+
     def _files(self) -> list[str]:
-        names = ["db.json", "policy.md", "tasks.json"]
-        return [f"domains/{self.domain}/{n}" for n in names] + ["user_simulator/simulation_guidelines.md"]
+        spec = self.spec
+        names = [spec.db, *spec.policy, self._tasks_file(), *([spec.user_db] if spec.user_db else [])]
+        guidelines = "simulation_guidelines_tools.md" if spec.user else "simulation_guidelines.md"
+        return [f"domains/{self.domain}/{n}" for n in names] + [f"user_simulator/{guidelines}"]
 
     def data_hashes(self) -> dict[str, str]:
         return {f: PINS[f] for f in self._files()}
@@ -98,30 +152,48 @@ class Tau2Benchmark(Benchmark):
     def splits(self) -> list[str]:
         return list(SPLITS)
 
+    def _load(self, name: str) -> Any:
+        path = self._path(f"domains/{self.domain}/{name}")
+        return tomllib.loads(path.read_text()) if name.endswith(".toml") else json.loads(path.read_text())
+
     @cached_property
     def tasks(self) -> dict[str, Tau2Task]:
-        raw = json.loads(self._path(f"domains/{self.domain}/tasks.json").read_text())
+        raw = self._load(self._tasks_file())
         try:
             return {t["id"]: Tau2Task.model_validate(t) for t in raw}
         except (KeyError, ValueError) as exc:
-            raise DataError(f"tau2 {self.domain} tasks.json does not parse: {exc}") from None
+            raise DataError(f"tau2 {self.domain} {self._tasks_file()} does not parse: {exc}") from None
 
     @cached_property
     def raw_db(self) -> dict[str, Any]:
-        return json.loads(self._path(f"domains/{self.domain}/db.json").read_text())
+        return self._load(self.spec.db)
+
+    @cached_property
+    def raw_user_db(self) -> dict[str, Any] | None:
+        return self._load(self.spec.user_db) if self.spec.user_db else None
 
     @cached_property
     def policy(self) -> str:
-        return self._path(f"domains/{self.domain}/policy.md").read_text()
+        texts = [self._path(f"domains/{self.domain}/{n}").read_text() for n in self.spec.policy]
+        if len(texts) == 1:
+            return texts[0]
+        main, tech = texts
+        return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{tech}\n</tech_support_policy>"
 
     @cached_property
     def guidelines(self) -> str:
-        return self._path("user_simulator/simulation_guidelines.md").read_text()
+        return self._path(self._files()[-1]).read_text()
+
+    def user_tool_specs(self) -> list[dict[str, Any]] | None:
+        if self.spec.user is None or self.raw_user_db is None:
+            return None
+        kit = self.spec.user(self.spec.user.DB.model_validate(self.raw_user_db))
+        return [t.to_openai() for t in kit.specs()]
 
     def samples(self, split: str = "test") -> list[Sample]:
         if split not in SPLITS:
             raise unknown_choice("tau2 split", split, SPLITS)
-        specs = TOOLKITS[self.domain](TOOLKITS[self.domain].DB.model_validate(self.raw_db)).specs()
+        specs = self.spec.agent(self.spec.agent.DB.model_validate(self.raw_db)).specs()
         instruction = agent_prompt(self.policy)
         out = []
         for task_id in self.tasks:
@@ -141,31 +213,33 @@ class Tau2Benchmark(Benchmark):
             out.append(Sample(task=public, gold={"task_id": task_id}, split=split))
         return out
 
-    def fresh_toolkit(self, task: Tau2Task) -> Toolkit:
-        """The domain DB as the task starts: default data, initialization data and actions, prior tool calls."""
-        kit_cls = TOOLKITS[self.domain]
-        kit = kit_cls(kit_cls.DB.model_validate(self.raw_db))
+    def fresh_world(self, task: Tau2Task) -> World:
+        """The environment as the task starts (tau2 Environment.set_state): default DBs, initialization
+        data and actions, the tool calls of a prior message history, then a sync."""
+        spec = self.spec
+        agent = spec.agent(spec.agent.DB.model_validate(self.raw_db))
+        user = spec.user(spec.user.DB.model_validate(self.raw_user_db)) if spec.user else None
+        world = World(agent, user, spec.sync)
         state = task.initial_state
-        if state is None:
-            return kit
-        data = state.initialization_data
-        if data is not None and data.user_data is not None:
-            raise ConfigError(f"tau2 task {task.id}: user-side initial data needs the user's device (telecom)")
-        if data is not None and data.agent_data is not None:
-            kit.db = deep_update(kit.db, data.agent_data)
-        for call in state.initialization_actions or []:
-            if call.env_type != "assistant":
-                raise ConfigError(f"tau2 task {task.id}: user-side initial action needs the user's device (telecom)")
-            getattr(kit, call.func_name)(**call.arguments)
-        for msg in state.message_history or []:
-            for tc in msg.tool_calls or []:
-                kit.call(tc["name"], tc.get("arguments") or {})
-        return kit
+        if state is not None:
+            data = state.initialization_data
+            for side, update in (("assistant", data and data.agent_data), ("user", data and data.user_data)):
+                if update:
+                    kit = world.kit(side)
+                    kit.db = deep_update(kit.db, update)
+            for call in state.initialization_actions or []:
+                world.run_function(call.env_type, call.func_name, call.arguments)
+            for msg in state.message_history or []:
+                for tc in msg.tool_calls or []:
+                    world.call(tc["name"], tc.get("arguments") or {}, msg.requestor)
+        world.sync()
+        return world
 
-    def gold_hash(self, task: Tau2Task) -> str:
-        """Hash of the DB after the gold actions (fixed per task, so computed once)."""
+    def gold_hashes(self, task: Tau2Task) -> tuple[str, str | None]:
+        """Agent and user DB hashes after the gold actions (fixed per task, so computed once)."""
         if task.id not in self._gold_hashes:
-            self._gold_hashes[task.id] = replay_gold(task, lambda: self.fresh_toolkit(task)).db_hash()
+            gold = replay_gold(task, lambda: self.fresh_world(task))
+            self._gold_hashes[task.id] = (gold.db_hash(), gold.user_db_hash())
         return self._gold_hashes[task.id]
 
     def make_env(self, sample: Sample, ctx: EnvContext) -> Environment:
@@ -187,7 +261,7 @@ class Tau2Env(Environment):
 
     def reset(self) -> Observation:
         p = self.bench.params
-        self.kit = self.bench.fresh_toolkit(self.task)
+        self.world = self.bench.fresh_world(self.task)
         self.steps = 0
         self.errors = 0
         self.calls: list[Call] = []
@@ -198,19 +272,26 @@ class Tau2Env(Environment):
             usersim.system_prompt(self.bench.guidelines, str(self.task.user_scenario)),
             temperature=p.user_temperature,
             sample_index=self.ctx.seed,
+            tools=self.bench.user_tool_specs(),
         )
         prior = self._prior_conversation()
         if not prior:
             return Observation(self._user_turn(usersim.FIRST_AGENT_MESSAGE), done=self.done)
         # A task that starts mid-conversation: the agent is shown the history as text.
-        if prior[-1][0] == "user":  # the user spoke last: the agent answers next
-            self.user.turns = list(prior)
-            self.agent_texts += [text for who, text in prior if who == "agent"]
-            return Observation(self._render(prior[:-1]) + prior[-1][1])
-        self.user.turns = list(prior[:-1])
-        self.agent_texts += [text for who, text in prior[:-1] if who == "agent"]
-        first = self._user_turn(prior[-1][1])
-        return Observation(self._render(prior) + first, done=self.done)
+        for who, text in prior[:-1]:
+            self._remember(who, text)
+        who, text = prior[-1]
+        if who == "user":  # the user spoke last: the agent answers next
+            self._remember(who, text)
+            return Observation(self._render(prior[:-1]) + text)
+        return Observation(self._render(prior) + self._user_turn(text), done=self.done)
+
+    def _remember(self, who: str, text: str) -> None:
+        if who == "agent":
+            self.agent_texts.append(text)
+            self.user.hear(text)
+        else:
+            self.user.said(text)
 
     def _prior_conversation(self) -> list[tuple[str, str]]:
         """Text turns of a task's message history (tau2 initial_state.message_history)."""
@@ -239,13 +320,36 @@ class Tau2Env(Environment):
         if not self.termination and self.steps >= self.bench.params.max_steps:
             self.termination = "max_steps"
 
+    def _run_calls(self, calls: tuple[ToolCall, ...], requestor: str) -> list[dict[str, Any]]:
+        """Run tool calls for the agent or the user (tau2 get_response each), counting errors."""
+        results = []
+        for call in calls:
+            res = self.world.call(call.name, dict(call.arguments), requestor)
+            self.calls.append(Call(call.name, dict(call.arguments), requestor))
+            self.errors += int(res.error)
+            results.append({"id": call.id, "name": call.name, "ok": not res.error, "content": res.content})
+        self._count_step()  # the tool results
+        if not self.termination and self.errors >= self.bench.params.max_errors:
+            self.termination = "too_many_errors"
+        return results
+
     def _user_turn(self, agent_text: str) -> str:
+        """The agent's message reaches the user; the user may work its phone, then answers in text."""
         self.agent_texts.append(agent_text)
-        text = self.user.reply(agent_text)
-        self._count_step()
-        if usersim.is_stop(text) and self.termination != "max_steps":
-            self.termination = "user_stop"
-        return text
+        self.user.hear(agent_text)
+        while True:
+            text, calls = self.user.speak()
+            self._count_step()
+            if not calls:
+                if usersim.is_stop(text) and not self.termination:
+                    self.termination = "user_stop"
+                return text
+            if self.termination:
+                return text
+            for call, result in zip(calls, self._run_calls(calls, "user"), strict=True):
+                self.user.tool_result(call, result["content"])
+            if self.termination:
+                return text
 
     def step(self, action: Action) -> Observation:
         if self.done:
@@ -254,15 +358,7 @@ class Tau2Env(Environment):
         if self.done:
             return Observation("", done=True)
         if action.kind == "tool" and action.tool_calls:
-            results = []
-            for call in action.tool_calls:
-                res = self.kit.call(call.name, dict(call.arguments))
-                self.calls.append(Call(call.name, dict(call.arguments)))
-                self.errors += int(res.error)
-                results.append({"id": call.id, "name": call.name, "ok": not res.error, "content": res.content})
-            self._count_step()  # the tool results
-            if not self.termination and self.errors >= self.bench.params.max_errors:
-                self.termination = "too_many_errors"
+            results = self._run_calls(action.tool_calls, "assistant")
             text = "\n".join(r["content"] for r in results)
             return Observation(
                 text, done=self.done, valid=all(r["ok"] for r in results), info={"tool_results": results}
@@ -277,8 +373,8 @@ class Tau2Env(Environment):
         termination = self.termination or "max_steps"
         result = evaluate(
             self.task,
-            final=self.kit,
-            gold_hash=self.bench.gold_hash(self.task),
+            final=self.world,
+            gold_hashes=self.bench.gold_hashes(self.task),
             calls=self.calls,
             agent_texts=self.agent_texts,
             termination=termination,
@@ -290,6 +386,7 @@ class Tau2Env(Environment):
                 "steps": float(self.steps),
                 "tool_errors": float(self.errors),
                 "tool_calls": float(len(self.calls)),
+                "user_tool_calls": float(sum(c.requestor == "user" for c in self.calls)),
                 "user_stop": float(termination == "user_stop"),
                 "premature": float(termination in ("max_steps", "too_many_errors")),
             }

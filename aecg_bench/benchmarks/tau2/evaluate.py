@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aecg_bench.benchmarks.tau2.tasks import EnvAssertion, RewardType, Tau2Task
-from aecg_bench.benchmarks.tau2.toolkit import Toolkit
+from aecg_bench.benchmarks.tau2.world import World
 
 PREMATURE = ("max_steps", "too_many_errors")
 
@@ -46,25 +46,24 @@ class Reward:
     note: str = ""
 
 
-def db_match(gold: Toolkit, final: Toolkit) -> bool:
-    return gold.db_hash() == final.db_hash()
+def replay_gold(task: Tau2Task, fresh: Callable[[], World]) -> World:
+    """A fresh environment with the task's initial state and its gold actions applied.
 
-
-def replay_gold(task: Tau2Task, fresh: Callable[[], Toolkit]) -> Toolkit:
-    """A fresh environment with the task's initial state and its gold actions applied."""
-    kit = fresh()
+    As tau2's EnvironmentEvaluator: each gold action is a plain tool call for its
+    requestor with no sync in between, and a failing one is skipped.
+    """
+    world = fresh()
     criteria = task.evaluation_criteria
     for action in (criteria.actions if criteria else None) or []:
-        if action.requestor != "assistant":
-            raise ValueError(f"user-side gold action {action.name!r} needs the user's device (telecom)")
-        kit.call(action.name, action.arguments)
-    return kit
+        try:
+            world.make_tool_call(action.name, action.arguments, action.requestor)
+        except Exception:  # tau2 logs a failing gold action and goes on
+            continue
+    return world
 
 
-def assertion_holds(kit: Toolkit, assertion: EnvAssertion) -> bool:
-    if assertion.env_type != "assistant":
-        raise ValueError(f"user-side assertion {assertion.func_name!r} needs the user's device (telecom)")
-    result = getattr(kit, assertion.func_name)(**assertion.arguments)
+def assertion_holds(world: World, assertion: EnvAssertion) -> bool:
+    result = world.run_function(assertion.env_type, assertion.func_name, assertion.arguments)
     if not isinstance(result, bool):
         raise ValueError(f"assertion {assertion.func_name} returned {type(result).__name__}, not bool")
     return result == assertion.assert_value
@@ -77,15 +76,16 @@ def communicated(info: str, agent_texts: Sequence[str]) -> bool:
 def evaluate(
     task: Tau2Task,
     *,
-    final: Toolkit,
-    gold_hash: str | None,
+    final: World,
+    gold_hashes: tuple[str, str | None],
     calls: Sequence[Call],
     agent_texts: Sequence[str],
     termination: str,
 ) -> Reward:
     """tau2's `evaluate_simulation(..., EvaluationType.ALL)` over one finished conversation.
 
-    `gold_hash` is the hash of `replay_gold(task, ...)` (computed once per task by the caller).
+    `gold_hashes` are the agent and user DB hashes of `replay_gold(task, ...)` (computed once
+    per task by the caller); the DB check needs both to match, as in tau2.
     """
     criteria = task.evaluation_criteria
     if termination in PREMATURE:
@@ -99,7 +99,7 @@ def evaluate(
     if criteria.actions is None and criteria.env_assertions is None:
         db, env = 1.0, 1.0
     else:
-        db = float(gold_hash == final.db_hash())
+        db = float(gold_hashes == (final.db_hash(), final.user_db_hash()))
         checks["env_assertions"] = [assertion_holds(final, a) for a in criteria.env_assertions or []]
         env = float(all(checks["env_assertions"]))
     gold_actions = criteria.actions or []

@@ -186,13 +186,6 @@ class Toolkit:
             raise ValueError(f"Tool '{name}' not found.")
         return getattr(self, name)(**arguments)
 
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run a tool as the environment does: errors become `Error: ...` messages."""
-        try:
-            return ToolResult(to_content(self.use(name, arguments)), False)
-        except Exception as exc:  # every tool failure is a message to the caller, as in tau2
-            return ToolResult(f"Error: {exc}", True)
-
     def db_hash(self) -> str:
         return json_hash(self.db.model_dump())
 
