@@ -56,7 +56,7 @@ from typing import Any
 from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params
-from aecg_bench.types import Episode, MemoryItem, RecallQuery
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, task_text
 from baselines.index import VectorIndex, embedder_of
 from baselines.llm_calls import ask, skip
 from baselines.trajectory_text import models_used, one_line, render_trajectory
@@ -152,7 +152,7 @@ class ReasoningBank(MemoryMethod):
             return not (self.params.exclude_same_task and self.entries[eid]["task_id"] == task_id)
 
         hits = self.index.search(
-            query.task.instruction, self.params.top_k, allow=allowed, min_score=self.params.min_similarity
+            task_text(query.task, query.context), self.params.top_k, allow=allowed, min_score=self.params.min_similarity
         )
         out = []
         for eid, score in hits:
@@ -193,7 +193,7 @@ class ReasoningBank(MemoryMethod):
             skip(self, "extract", reply, task=episode.task.id)
             return
         self._insert(
-            query=episode.task.instruction,
+            query=task_text(episode.task, episode.trajectory.initial_observation),
             items=items,
             task_id=episode.task.id,
             success=bool(outcome.success),

@@ -59,7 +59,7 @@ from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params, Rollout
 from aecg_bench.errors import ConfigError
-from aecg_bench.types import Episode, MemoryItem, RecallQuery, Score, Task
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, Score, Task, task_text
 from baselines.edv.ability import AbilityMatrix, task_type_of
 from baselines.edv.banks import Banks, IndexText, item_text
 from baselines.edv.distill import distill
@@ -162,7 +162,7 @@ class EDVMemory(MemoryMethod):
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         p = self.params
         hits = self.banks.retrieve(
-            query.task.instruction,
+            task_text(query.task, query.context),
             task_id=query.task.id,
             solver=self._acting,
             k=p.top_k,
@@ -292,7 +292,7 @@ class EDVMemory(MemoryMethod):
                     "content": item.content,
                     "task_id": task.id,
                     "task_type": task_type,
-                    "query": task.instruction,
+                    "query": task_text(task, executed[0].episode.trajectory.initial_observation if executed else ""),
                     "bank": verdict.destination,
                     "owners": list(verdict.owners),
                     "distiller": assignment.distiller,
