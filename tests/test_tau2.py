@@ -273,7 +273,7 @@ def test_telecom_user_fixes_its_phone_with_its_own_tools(shared_data, framework)
     score = env.score()
     assert score.metrics["user_tool_calls"] == 2 and score.metrics["user_stop"] == 1.0
     assert score.metrics["reward_env_assertion"] == 1.0 and score.success, score
-    assert {"toggle_data", "check_status_bar"} <= {t["function"]["name"] for t in b.user_tool_specs()}
+    assert {"toggle_data", "check_status_bar"} <= {t["function"]["name"] for t in b.user_tool_specs}
     assert "toggle_data" not in {t.name for t in sample.task.tools}  # the phone is the user's, not the agent's
 
 
@@ -358,3 +358,65 @@ def test_a_new_environment_for_the_same_sample_starts_from_the_initial_db(shared
     again = b.make_env(sample, EnvContext(llm=llm, seed=0))
     again.reset()
     assert again.world.db_hash() == initial
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_the_embedded_local_model_runs_a_task_to_completion_offline(shared_data, make_config, domain):
+    from aecg_bench.run import run_from_config
+    from aecg_bench.runner.identity import results_dir_of
+    from aecg_bench.runner.records import RunDir
+
+    final = run_from_config(
+        make_config(
+            f"benchmark=tau2_{domain}",
+            "model=local",
+            "protocol.split=all",
+            "protocol.limit=1",
+            "benchmark.params.max_steps=6",  # a few turns prove the path; quality is irrelevant
+            data_root=shared_data,
+        )
+    )
+    (record,) = RunDir(results_dir_of(final)).records()
+    assert record["status"] in {"ok", "limit_exceeded", "model_error"}
+    assert "reward_db" in record["metrics"] and record["value"] in (0.0, 1.0)
+    assert {"agent", "user_simulator"} <= set(record["usage"]["by_role"])
+
+
+def _run_memory(make_config, shared_data, memory: str, *extra: str) -> list[dict]:
+    from aecg_bench.run import run_from_config
+    from aecg_bench.runner.identity import results_dir_of
+    from aecg_bench.runner.records import RunDir
+
+    register_mock_policy("tau2_test_conversation", mock_conversation_policy)
+    final = run_from_config(
+        make_config(
+            "benchmark=tau2_mock", f"memory={memory}", "benchmark.params.max_steps=12", *extra, data_root=shared_data
+        )
+    )
+    return RunDir(results_dir_of(final)).records()
+
+
+SCRIPTED = ("protocol.split=all", "protocol.limit=2", "model.models.mock.options.policy=tau2_test_conversation")
+
+
+@pytest.mark.parametrize("memory", ["reasoningbank", "aecg"])
+def test_memory_methods_run_on_tau2(make_config, shared_data, memory):
+    records = _run_memory(make_config, shared_data, memory, *SCRIPTED)
+    assert [r["status"] for r in records] == ["ok", "ok"] and records[0]["value"] == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("memory", ["memorybank", "g_memory", "conmem", "macnet_m"])
+def test_more_memory_methods_run_on_tau2(make_config, shared_data, memory):
+    records = _run_memory(make_config, shared_data, memory, *SCRIPTED)
+    assert [r["status"] for r in records] == ["ok", "ok"] and records[0]["value"] == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("memory", ["edv", "judge", "router"])
+def test_edv_and_its_baselines_run_on_tau2(make_config, shared_data, memory):
+    extra = ["protocol.mode=build_then_freeze"] if memory == "edv" else []
+    records = _run_memory(make_config, shared_data, memory, "model=edv_pool_mock", "protocol.limit=2", *extra)
+    assert records and all(r["status"] == "ok" for r in records)
+    assert sum(r["phase"] == "eval" for r in records) == 2

@@ -184,7 +184,9 @@ class Tau2Benchmark(Benchmark):
     def guidelines(self) -> str:
         return self._path(self._files()[-1]).read_text()
 
+    @cached_property
     def user_tool_specs(self) -> list[dict[str, Any]] | None:
+        """The user's phone tools in OpenAI shape (telecom), offered to the user simulator only."""
         if self.spec.user is None or self.raw_user_db is None:
             return None
         kit = self.spec.user(self.spec.user.DB.model_validate(self.raw_user_db))
@@ -272,7 +274,7 @@ class Tau2Env(Environment):
             usersim.system_prompt(self.bench.guidelines, str(self.task.user_scenario)),
             temperature=p.user_temperature,
             sample_index=self.ctx.seed,
-            tools=self.bench.user_tool_specs(),
+            tools=self.bench.user_tool_specs,
         )
         prior = self._prior_conversation()
         if not prior:
