@@ -420,3 +420,76 @@ def test_edv_and_its_baselines_run_on_tau2(make_config, shared_data, memory):
     records = _run_memory(make_config, shared_data, memory, "model=edv_pool_mock", "protocol.limit=2", *extra)
     assert records and all(r["status"] == "ok" for r in records)
     assert sum(r["phase"] == "eval" for r in records) == 2
+
+
+_LAUNCH = (
+    "import sys; sys.path.insert(0, 'tests');"
+    "from aecg_bench.llm.mock import register_mock_policy;"
+    "from test_tau2 import mock_conversation_policy;"
+    "register_mock_policy('tau2_test_conversation', mock_conversation_policy);"
+    "from aecg_bench.run import main; main()"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kill_9_during_a_tau2_run_then_rerun_loses_and_duplicates_nothing(shared_data, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    from aecg_bench.runner.identity import results_dir
+    from aecg_bench.runner.records import RunDir, latest_by_position
+
+    def cli(root: Path, *extra: str) -> list[str]:
+        return [
+            sys.executable,
+            "-c",
+            _LAUNCH,
+            f"runtime.results_root={root}",
+            f"runtime.data_root={shared_data}",
+            "runtime.progress=false",
+            "benchmark=tau2_mock",
+            "benchmark.params.max_steps=12",
+            "memory=recorder",
+            "protocol.split=all",
+            "model.models.mock.options.policy=tau2_test_conversation",
+            *extra,
+        ]
+
+    def run_dir(root: Path) -> RunDir:
+        kw = {"experiment": "default", "benchmark": "tau2", "framework": "single", "memory": "recorder"}
+        return RunDir(results_dir(root, model="mock", seed=0, **kw))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    subprocess.run(cli(clean), check=True, env=env, capture_output=True, cwd=REPO)
+    slow = "+model.models.mock.options.delay_s=0.05"
+    proc = subprocess.Popen(
+        cli(killed, slow),
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    samples = run_dir(killed).samples_file
+    deadline = time.time() + 300
+    while time.time() < deadline and not (samples.exists() and samples.read_bytes().count(b"\n") >= 3):
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 3 <= len(run_dir(killed).records()) < 9, "the kill must land midway"
+    subprocess.run(cli(killed, slow), check=True, env=env, capture_output=True, cwd=REPO)
+
+    def stable(rd: RunDir) -> list[tuple]:
+        latest = latest_by_position(rd.records())
+        return [(p, latest[p]["sample_id"], latest[p]["value"], latest[p]["metrics"]) for p in sorted(latest)]
+
+    killed_records = run_dir(killed).records()
+    assert sorted(r["position"] for r in killed_records) == list(range(9)), "every sample exactly once"
+    assert stable(run_dir(killed)) == stable(run_dir(clean))
