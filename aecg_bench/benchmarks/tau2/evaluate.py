@@ -12,8 +12,9 @@
   reward basis, so it is not computed here (a task that did would be refused).
 
 reward = product of the components in the task's `reward_basis` (default DB and
-COMMUNICATE); 0 when the conversation ended by hitting max steps or max errors;
-1 when the task has no evaluation criteria.
+COMMUNICATE); 0 when the conversation ended by hitting max steps or max errors
+(tau2 then skips the evaluation; the components are still computed here, for
+inspection only); 1 when the task has no evaluation criteria.
 """
 
 from __future__ import annotations
@@ -88,8 +89,6 @@ def evaluate(
     per task by the caller); the DB check needs both to match, as in tau2.
     """
     criteria = task.evaluation_criteria
-    if termination in PREMATURE:
-        return Reward(0.0, note=f"terminated prematurely: {termination}")
     if criteria is None:
         return Reward(1.0, note="no evaluation criteria")
     basis = tuple(str(b) for b in criteria.reward_basis)
@@ -111,4 +110,6 @@ def evaluate(
     reward = 1.0
     for name in basis:
         reward *= components[name]
+    if termination in PREMATURE:  # tau2 scores 0 without evaluating; the components are kept for inspection
+        return Reward(0.0, components, basis, checks, note=f"terminated prematurely: {termination}")
     return Reward(reward, components, basis, checks)
