@@ -160,9 +160,17 @@ class Tau2Benchmark(Benchmark):
     def tasks(self) -> dict[str, Tau2Task]:
         raw = self._load(self._tasks_file())
         try:
-            return {t["id"]: Tau2Task.model_validate(t) for t in raw}
+            tasks = {t["id"]: Tau2Task.model_validate(t) for t in raw}
         except (KeyError, ValueError) as exc:
             raise DataError(f"tau2 {self.domain} {self._tasks_file()} does not parse: {exc}") from None
+        judged = [
+            t.id
+            for t in tasks.values()
+            if t.evaluation_criteria and "NL_ASSERTION" in t.evaluation_criteria.reward_basis
+        ]
+        if judged:
+            raise DataError(f"tau2 tasks {judged[:3]} reward NL assertions, which this harness does not judge")
+        return tasks
 
     @cached_property
     def raw_db(self) -> dict[str, Any]:
