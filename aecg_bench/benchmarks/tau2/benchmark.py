@@ -281,7 +281,6 @@ class Tau2Env(Environment):
             self.ctx.llm,  # type: ignore[arg-type]
             usersim.system_prompt(self.bench.guidelines, str(self.task.user_scenario)),
             temperature=p.user_temperature,
-            sample_index=self.ctx.seed,
             tools=self.bench.user_tool_specs,
         )
         prior = self._prior_conversation()

@@ -8,7 +8,9 @@ calls stay hidden from it. In telecom the user also has tools over its own phone
 (and the `simulation_guidelines_tools.md` guidelines): its tool calls run on the
 device and their results come back to it before it answers the agent. A text reply
 containing ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE### ends the conversation. Calls go through the one LLM client under the role `user_simulator`,
-so the user has its own model (config `roles.user_simulator`) and its own usage line.
+so the user has its own model (config `roles.user_simulator`) and its own usage line;
+the runner hands the environment a client view scoped `user_simulator` with the
+rollout's seed and sample index, which key its cache entries.
 """
 
 from __future__ import annotations
@@ -45,13 +47,11 @@ class UserSimulator:
         system: str,
         *,
         temperature: float,
-        sample_index: int,
         tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.llm = llm
         self.system = system
         self.temperature = temperature
-        self.sample_index = sample_index
         self.tools = tools or None
         self.history: list[dict[str, Any]] = []
 
@@ -66,9 +66,7 @@ class UserSimulator:
     def speak(self) -> tuple[str, tuple[ToolCall, ...]]:
         """The user's next message: text for the agent, or calls on its own device (telecom)."""
         messages = [{"role": "system", "content": self.system}, *self.history]
-        completion = self.llm.complete(
-            messages, role=ROLE, temperature=self.temperature, sample_index=self.sample_index, tools=self.tools
-        )
+        completion = self.llm.complete(messages, role=ROLE, temperature=self.temperature, tools=self.tools)
         calls = tuple(
             ToolCall(c.name, dict(c.arguments), f"user_call_{len(self.history)}_{i}")
             for i, c in enumerate(completion.tool_calls if self.tools else ())
