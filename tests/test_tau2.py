@@ -199,6 +199,10 @@ def test_splits_are_deterministic_disjoint_and_unknown_split_is_one_error(shared
     assert [s.id for s in train] == [s.id for s in bench(shared_data, "retail").samples("train")]
     with pytest.raises(ConfigError, match="unknown tau2 split 'dev'"):
         b.samples("dev")
+    with pytest.raises(ConfigError, match="task_set 'small' exists only for telecom"):
+        bench(shared_data, "retail", task_set="small").data_hashes()
+    with pytest.raises(ConfigError, match="domain"):
+        bench(shared_data, "airlines")
 
 
 def test_a_changed_data_file_is_refused(tmp_path, shared_data):
