@@ -20,17 +20,16 @@ import numpy as np
 
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.types import Task, task_text
 
 RetrievalKey = Literal["instruction", "instruction+observation"]
 
 
-def task_key(instruction: str, observation: str, key: RetrievalKey, max_chars: int = 1500) -> str:
-    """The text retrieval embeds for a task: its instruction, plus (default) what the task actually
-    presents: the opening observation when stored, the current one when recalled. On tau2 every task
-    of a domain has the same instruction; only the user's first message tells them apart."""
-    if key == "instruction" or not observation.strip():
-        return instruction.strip()
-    return f"{instruction.strip()}\n{observation.strip()[:max_chars]}"
+def task_key(task: Task, observation: str, key: RetrievalKey) -> str:
+    """The text retrieval embeds for a task: `aecg_bench.types.task_text` (a conversation is keyed by
+    its opening observation when stored, the current one when recalled, then the instruction: on
+    tau2 every task of a domain has the same instruction), or the instruction alone."""
+    return task.instruction if key == "instruction" else task_text(task, observation)
 
 
 def embedder_of(services: MemoryServices) -> Embedder:

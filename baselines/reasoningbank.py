@@ -35,12 +35,12 @@ injects wrong-but-coherent experiences through it, marked with their origin),
 and `item_count` gives the memory volume the injected fraction refers to.
 
 Retrieval key (`retrieval_key`): the official code embeds the task query,
-which on WebArena is the task's whole content. On benchmarks whose
-instruction is shared by many tasks (tau2: one instruction per domain) that
-would give every task the same entries, so by default the stored key is the
-instruction plus the task's opening observation (tau2: the user's first
-message) and the recall key the instruction plus the current observation;
-`instruction` restores the instruction-only key.
+which on WebArena is the task's whole content. In a conversation (tau2) every
+task of a domain has the same instruction, which would give every task the same
+entries, so by default a conversation is keyed by its opening observation (the
+user's first message) when stored and the current observation when recalled,
+followed by the instruction (`aecg_bench.types.task_text`); other tasks by
+their instruction. `instruction` keys every task by its instruction alone.
 
 Hyperparameters (defaults and sources):
 - top_k 1: paper (k=1 is best; more memories hurt) and run.py (`n=1`).
@@ -172,7 +172,7 @@ class ReasoningBank(MemoryMethod):
         def allowed(eid: str) -> bool:
             return not (self.params.exclude_same_task and self.entries[eid]["task_id"] == task_id)
 
-        text = task_key(query.task.instruction, query.context, self.params.retrieval_key)
+        text = task_key(query.task, query.context, self.params.retrieval_key)
         hits = self.index.search(text, self.params.top_k, allow=allowed, min_score=self.params.min_similarity)
         out = []
         for eid, score in hits:
@@ -222,7 +222,7 @@ class ReasoningBank(MemoryMethod):
 
     def stored_key(self, episode: Episode) -> str:
         """The retrieval key an entry from this episode is filed under."""
-        return task_key(episode.task.instruction, episode.trajectory.initial_observation, self.params.retrieval_key)
+        return task_key(episode.task, episode.trajectory.initial_observation, self.params.retrieval_key)
 
     def insert_induced(self, episode: Episode, items: list[ReasoningItem]) -> str:
         return self._insert(

@@ -7,6 +7,7 @@ import json
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import edv_mocks as em
 import numpy as np
@@ -487,8 +488,8 @@ def test_retrieval_keys_on_what_the_task_presents_not_only_its_shared_instructio
         ("cancel", "Hi, I need to cancel my pending order of office chairs."),
         ("exchange", "Hello, I want to exchange my running shoes for a larger size."),
     ]:
-        t = em.task(task_id, instruction=instruction)
+        t = replace(em.task(task_id, instruction=instruction), mode="conversation")
         memory.build(t, em.ScriptedRollout(t, memory, opening=opening))
-    asking = em.task("new", instruction=instruction)
+    asking = replace(em.task("new", instruction=instruction), mode="conversation")
     query = em.RecallQuery(task=asking, level="agent", agent="solver", role="actor", context="Exchange my shoes?")
     assert {i.metadata["source_task"] for i in memory.recall(query)} == {"exchange"}

@@ -108,7 +108,8 @@ def test_tasks_with_one_shared_instruction_are_told_apart_by_what_they_present(k
     ]:
         ep = bm.episode(TAU2_INSTRUCTION, task_id, True)
         ep.trajectory.initial_observation = opening
-        memory.observe(ep)
+        memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
     query = bm.query(TAU2_INSTRUCTION, "new", context="Could I exchange these shoes for a larger size please?")
+    query = replace(query, task=replace(query.task, mode="conversation"))
     recalled = {i.metadata["source_task"] for i in memory.recall(query)}
     assert recalled == ({"exchange"} if key == "instruction+observation" else {"cancel"})  # else: insertion order

@@ -48,6 +48,11 @@ class RunPlan:
 def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
     """The ordered items of a run: build items (if any), then warm-up and eval items."""
     p = cfg.protocol
+    if p.mode == "build_then_freeze" and p.build_split == p.split:
+        raise ConfigError(
+            f"protocol.build_split and protocol.split are both {p.split!r}; build_then_freeze builds memory on "
+            "tasks that are never evaluated, so choose two different splits"
+        )
     splits = benchmark.splits()
     for split in {p.split, *([p.build_split] if p.mode == "build_then_freeze" else [])}:
         if split not in splits:

@@ -175,7 +175,7 @@ class EDVMemory(MemoryMethod):
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         p = self.params
         hits = self.banks.retrieve(
-            task_key(query.task.instruction, query.context, p.retrieval_key),
+            task_key(query.task, query.context, p.retrieval_key),
             task_id=query.task.id,
             solver=self._acting,
             k=p.top_k,
@@ -325,7 +325,7 @@ class EDVMemory(MemoryMethod):
                     "content": item.content,
                     "task_id": task.id,
                     "task_type": task_type,
-                    "query": task_key(task.instruction, opening, self.params.retrieval_key),
+                    "query": task_key(task, opening, self.params.retrieval_key),
                     "bank": verdict.destination,
                     "owners": list(verdict.owners),
                     "distiller": assignment.distiller,
