@@ -13,7 +13,9 @@ answers computed from the prompt's INPUT object:
   (default 0.9); `options.judge_abstain` makes both abstain;
 - context narrowing: excludes a word that occurs in every bad case's
   context and in no supported success (task type words first), or abstains;
-- procedural repair: appends one general verification step and rule;
+- procedural repair: rebuilds the procedure from the behaviours of the supported
+  success fixtures (the evidence of what worked; the parent's steps when there
+  are none) and appends one general verification step and rule;
 - replay: the parent fails and the candidate passes failure fixtures; both
   pass success fixtures.
 """
@@ -88,10 +90,11 @@ def _narrowing(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
 
 def _repair(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     skill = payload["skill"]
+    worked = list(dict.fromkeys(f["behaviour"] for f in payload["supported_successes"] if f["behaviour"]))
     return {
         "abstain": False,
         "reason": "the procedure ended the task without checking the goal",
-        "procedure": [*skill["procedure"], "check that the goal is reached before the final action"],
+        "procedure": [*(worked or skill["procedure"]), "check that the goal is reached before the final action"],
         "avoidance": [*skill["avoidance"], "do not finish before the goal state is observed"],
     }
 
@@ -117,6 +120,29 @@ def memory_answer(request: Request, spec: ModelSpec) -> str | None:
     if kind is None:
         return None
     return json.dumps(_ANSWERS[kind](prompts.payload_of(request.messages), spec))
+
+
+_PROCEDURE = re.compile(r"^Procedure: (.*)$", re.M)
+_STEP = re.compile(r"\d+\) (.*?)(?= \d+\) |$)")
+_OPPOSITE = {"move left": "move right", "move right": "move left"}
+
+
+def skill_follower(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    """Mechanism tests' scripted agent: the toy oracle, except that it trusts a recalled skill's
+    procedure over its own judgement of direction. When a recalled skill names a move and not the
+    oracle's move, it takes the skill's move (so a skill with a wrong procedure makes it fail, and a
+    repaired or narrowed one stops doing so). Memory prompts get the `aecg_oracle` answers."""
+    answer = memory_answer(request, spec)
+    if answer is not None:
+        return answer
+    action = _resolve_policy("toy_oracle")(request, spec)
+    if not isinstance(action, str) or action not in _OPPOSITE:
+        return action
+    for procedure in _PROCEDURE.findall(str(request.messages[0].get("content", ""))):
+        steps = {m.strip().lower() for m in _STEP.findall(procedure)}
+        if action not in steps and _OPPOSITE[action] in steps:
+            return _OPPOSITE[action]
+    return action
 
 
 def mock_policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
