@@ -90,7 +90,9 @@ def inherit(pos: float, neg: float, fraction: float, prior: Beta, window: float)
     mass = ip + ineg
     scale = min(1.0, window / mass) if mass > 0 else 1.0
     slow = Beta(prior.alpha + ip, prior.beta + ineg)
-    return Belief(slow=slow, fast=Beta(prior.alpha + scale * ip, prior.beta + scale * ineg), events=0, origin=slow, peak=slow)
+    return Belief(
+        slow=slow, fast=Beta(prior.alpha + scale * ip, prior.beta + scale * ineg), events=0, origin=slow, peak=slow
+    )
 
 
 def evidence(b: Beta, prior: Beta) -> tuple[float, float]:

@@ -328,7 +328,12 @@ class AECGMemory(MemoryMethod):
             assert obj is not None
             tag = {"skill": obj.id, "lineage": obj.lineage} if isinstance(obj, Skill) else {"memory": obj.id}
             self.audit.record(
-                "admit_failure", mode=self.p.admission.mode, failure_mode=bc.failure_mode, weight=share[oid], **tag, **event
+                "admit_failure",
+                mode=self.p.admission.mode,
+                failure_mode=bc.failure_mode,
+                weight=share[oid],
+                **tag,
+                **event,
             )
             self._evidence(obj, False, share[oid], badcase=bc.id)
             if isinstance(obj, Skill):

@@ -122,24 +122,31 @@ def memory_answer(request: Request, spec: ModelSpec) -> str | None:
     return json.dumps(_ANSWERS[kind](prompts.payload_of(request.messages), spec))
 
 
-_PROCEDURE = re.compile(r"^Procedure: (.*)$", re.M)
-_STEP = re.compile(r"\d+\) (.*?)(?= \d+\) |$)")
+_SKILL_LINE = re.compile(r"^- \[skill\] .*$", re.M)
+_PROCEDURE = re.compile(r"Procedure: (.*?)(?= Avoid: |$)")
+_TYPE = re.compile(r"tasks of type (\w+)")
 _OPPOSITE = {"move left": "move right", "move right": "move left"}
 
 
 def skill_follower(request: Request, spec: ModelSpec) -> str | ProviderResult:
     """Mechanism tests' scripted agent: the toy oracle, except that it trusts a recalled skill's
-    procedure over its own judgement of direction. When a recalled skill names a move and not the
-    oracle's move, it takes the skill's move (so a skill with a wrong procedure makes it fail, and a
-    repaired or narrowed one stops doing so). Memory prompts get the `aecg_oracle` answers."""
+    procedure over its own sense of direction. A skill applies when the type it names (the
+    abstraction writes "tasks of type right") is the direction still to walk; an applicable skill
+    that names a move and not the oracle's move makes the agent take the skill's move. So a skill
+    with a corrupted procedure makes it fail, and a repaired one stops doing so. Memory prompts get
+    the `aecg_oracle` answers."""
     answer = memory_answer(request, spec)
     if answer is not None:
         return answer
     action = _resolve_policy("toy_oracle")(request, spec)
     if not isinstance(action, str) or action not in _OPPOSITE:
         return action
-    for procedure in _PROCEDURE.findall(str(request.messages[0].get("content", ""))):
-        steps = {m.strip().lower() for m in _STEP.findall(procedure)}
+    direction = action.split()[-1]  # the oracle moves toward the target: the walk's type
+    for line in _SKILL_LINE.findall(str(request.messages[0].get("content", ""))):
+        kind, procedure = _TYPE.search(line), _PROCEDURE.search(line)
+        if kind is None or procedure is None or not kind[1].startswith(direction):
+            continue
+        steps = {step.strip().lower() for step in re.split(r"\d+\)", procedure[1]) if step.strip()}
         if action not in steps and _OPPOSITE[action] in steps:
             return _OPPOSITE[action]
     return action
