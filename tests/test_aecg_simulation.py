@@ -37,3 +37,12 @@ def test_a_healthy_skill_rarely_qualifies():
     c = Corruption(history=20, p_before=0.9, p_after=0.9, horizon=1)
     alarms = [detection_delay(c, s, BeliefParams(), DriftParams())[1] > 0 for s in range(100)]
     assert sum(alarms) <= 10
+
+
+def test_unresolved_failures_and_sparse_review_rounds_delay_detection():
+    base = Corruption(history=20, p_before=0.9, p_after=0.2)
+    noisy = Corruption(history=20, p_before=0.9, p_after=0.2, admission_noise=0.5)
+    sparse = Corruption(history=20, p_before=0.9, p_after=0.2, review_every=5)
+    clean, _ = mean_delay(base, fast=True)
+    assert mean_delay(noisy, fast=True)[0] > clean
+    assert mean_delay(sparse, fast=True)[0] > clean
