@@ -154,6 +154,7 @@ class DecisionNode:
     action: Action | None = None
     model: str = ""
     step: int | None = None
+    recall_context: str = ""  # what memory recall matched for this decision (framework-chosen, clipped)
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ class Decision:
     completion: Completion
 
 
+RECALL_CONTEXT_CHARS = 2000  # recall context kept on a decision node (what memory fixtures replay against)
+
+
 @dataclass(frozen=True)
 class DecisionRequest:
     """Everything one decision needs; `Decider.decide` takes the same fields as keywords.
@@ -217,6 +220,7 @@ class Decider:
             action=req.action,
             model=completion.model,
             step=req.step,
+            recall_context=req.recall_context[-RECALL_CONTEXT_CHARS:] if req.use_memory else "",
         )
         self.trajectory.add_decision(node)
         return Decision(node=node, completion=completion)

@@ -90,3 +90,23 @@ def test_an_admitted_failure_weighs_the_objects_share_of_the_task_like_a_success
     success = events(mem, "admit_success")[-1]["credit"][sid]
     failure = events(mem, "admit_failure")[-1]
     assert failure["skill"] == sid and failure["weight"] == success == 0.5
+
+
+def test_a_router_skill_fixture_stores_the_task_text_it_was_recalled_against(tmp_path):
+    """AgentNet's routers recall against the task text, executors against the observation; a
+    fixture (what intervention and replay read) must hold the same context (issue 15, fix 2)."""
+    import json
+
+    from conftest import compose
+
+    from aecg_bench.run import run_from_config
+
+    final = run_from_config(
+        compose(["framework=agentnet", "memory=aecg", "model=mock_aecg", "benchmark.params.size=6"], tmp_path)
+    )
+    assert final is not None and final["status"] == "complete"
+    snap = sorted(tmp_path.rglob("snapshot-*.json"))[-1]
+    memories = json.loads(snap.read_text())["state"]["memory"]["store"]["memories"]
+    by_level = {m["level"]: m["fixture"]["context"] for m in memories}
+    assert "Walk to the target cell" in by_level["team"] and "You are at cell" not in by_level["team"]
+    assert "You are at cell" in by_level["agent"]
