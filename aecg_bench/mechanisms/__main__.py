@@ -9,7 +9,9 @@ from aecg_bench.errors import AecgBenchError
 
 def main(argv: list[str]) -> int:
     from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
     from aecg_bench.mechanisms.protocol import run_mechanism
     from aecg_bench.run import CONF_DIR, check_overrides
@@ -25,6 +27,10 @@ def main(argv: list[str]) -> int:
         path = run_mechanism(raw)
     except AecgBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (HydraException, OmegaConfBaseException) as exc:  # a bad override: one line, no traceback
+        why = [str(e).splitlines()[0] for e in (exc, exc.__cause__) if e is not None and str(e)]
+        print(f"error: {': '.join(why)}", file=sys.stderr)
         return 2
     print(f"measures: {path}")
     return 0
