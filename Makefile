@@ -20,7 +20,7 @@ JOBS ?= 2
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,10 @@ reproduce-table1:
 
 reproduce-table2:
 	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
+
+# AECG mechanism tests RQ2-RQ4 -> Table 3, Figures 3 and 4. PRESET=smoke runs the scripted mock world (offline).
+reproduce-mechanisms:
+	$(BIN)/python scripts/reproduce.py mechanisms $(REPRODUCE_ARGS)
 
 clean-results:
 	rm -rf results/*/ results/.cache results/.sweeps

@@ -156,6 +156,7 @@ class DecisionNode:
     step: int | None = None
     input_tokens: int = 0  # this decision's call (per-node cost)
     output_tokens: int = 0
+    recall_context: str = ""  # what memory recall matched for this decision (framework-chosen, clipped)
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,9 @@ class Decision:
     completion: Completion
 
 
+RECALL_CONTEXT_CHARS = 2000  # recall context kept on a decision node (what memory fixtures replay against)
+
+
 @dataclass(frozen=True)
 class DecisionRequest:
     """Everything one decision needs; `Decider.decide` takes the same fields as keywords.
@@ -227,6 +230,7 @@ class Decider:
             step=req.step,
             input_tokens=completion.usage.input_tokens,
             output_tokens=completion.usage.output_tokens,
+            recall_context=req.recall_context[-RECALL_CONTEXT_CHARS:] if req.use_memory else "",
         )
         self.trajectory.add_decision(node)
         return Decision(node=node, completion=completion)

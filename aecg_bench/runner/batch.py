@@ -22,7 +22,7 @@ from typing import Any
 from aecg_bench.audit import AuditLog
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.usage import UsageMeter
-from aecg_bench.runner.build import RunPlan, environment_facts
+from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
     ItemResult,
     ReplayRollout,
@@ -147,6 +147,11 @@ def _restore_state(
         start = snap.records_seq
     else:
         audit.truncate_to(0)
+        start_state = plan.config.protocol.start_state
+        if start_state is not None:  # warmup_snapshot protocol: every variant starts from the same state
+            state = load_start_state(start_state)
+            services.memory.load_state_dict(state["memory"])
+            services.framework.load_state_dict(state["framework"])
     by_position = {it.position: it for it in plan.stream}
     replayed = 0
     for rec in records[start:]:
