@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aecg_bench.analysis.load import short_model_id
 from aecg_bench.runner.identity import safe_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,11 +59,18 @@ def main() -> int:
     if args.model or args.memory_model:
         agent = args.model or "openai/gpt-4.1-mini"
         memory = args.memory_model or agent
+        if not args.memory_model:
+            print(
+                f"Memory-side processes run on {memory} too (the paper uses gpt-4o-mini there; "
+                "set MEMORY_MODEL=openai/gpt-4o-mini to match). Tables label the assignment by its models.\n"
+            )
+        # The folder label names the models, not how they were configured: the same assignment
+        # written by conf/model/openai.yaml gets the same label (gpt-4.1-mini+gpt-4o-mini).
         overrides += [
             "model=pair",
             f"model.models.agent.model={agent}",
             f"model.models.memory.model={memory}",
-            f"model.label={safe_label(agent)}+{safe_label(memory)}",
+            f"model.label={safe_label(short_model_id(agent))}+{safe_label(short_model_id(memory))}",
         ]
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
