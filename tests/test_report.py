@@ -212,9 +212,62 @@ def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_pat
     assert int(attrs["tables"]) >= 5 and attrs["tables-rendered"] == attrs["tables"], attrs
 
 
-def test_make_report_cli_on_an_empty_results_folder_says_what_to_run(tmp_path):
+def test_make_report_cli_lists_every_section_as_not_run_on_an_empty_results_folder(tmp_path, capsys):
+    from aecg_bench.analysis.site import main
+
+    assert main(["--results", str(tmp_path / "nope")]) == 2
+    assert "make reproduce-table1" in capsys.readouterr().out
+    (tmp_path / "results").mkdir()
     out = subprocess.run(
-        [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(tmp_path / "nope")],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(tmp_path / "results")],
+        cwd=REPO, capture_output=True, text=True, timeout=120, env=_env(),
     )
-    assert out.returncode == 2 and "make reproduce-table1" in out.stdout and "Traceback" not in out.stderr
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    page = (tmp_path / "results" / "report" / "index.html").read_text()
+    assert page.count('<section id="') >= 5 and page.count("Status: not run") >= 5
+
+
+def test_two_real_runs_with_different_model_labels_never_share_a_cell(make_config, tmp_path):
+    from aecg_bench.run import run_from_config
+
+    for model in ("mock", "mock_aecg"):
+        run_from_config(make_config("experiment_name=e", "benchmark.params.size=3", "memory=no_memory", f"model={model}"))
+    df = load(tmp_path / "results" / "e")
+    assert set(df["model"]) == {"mock", "mock_aecg"}
+    with pytest.raises(MixedCellsError, match=r"aecg-oracle vs oracle"):
+        build_table(df, load_reference("aecg_table1"), n_boot=50)
+    tables = build_tables(df, load_reference("aecg_table1"), n_boot=50)
+    assert sorted(t.config["assignment"] for t in tables) == ["aecg-oracle", "oracle"]
+    assert all(t.summary.iloc[0]["n_samples"] == 3 and t.summary.iloc[0]["complete"] for t in tables)
+
+
+def _mock_sweep(root, experiment: str, grid: list[str]) -> None:
+    cmd = [sys.executable, "-m", "aecg_bench.run", f"experiment={experiment}", "model=mock", *grid,
+           "protocol.limit=2", "hydra.launcher.n_jobs=1", f"runtime.results_root={root}", "runtime.progress=false"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=_env())
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+@pytest.mark.slow
+def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
+    root = tmp_path / "results"
+    _mock_sweep(root, "aecg_table1", ["framework=single", "benchmark=toy,toy_tools", "memory=no_memory,conmem,aecg", "seed=0,1"])
+    _mock_sweep(root, "aecg_table2", ["framework=single", "benchmark=toy", "memory=aecg,aecg_flat_scope", "seed=0,1"])
+    out = subprocess.run(
+        [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(root), "--n-boot", "200"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env=_env(),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    page = (root / "report" / "index.html").read_text()
+    md = (root / "report" / "report.md").read_text()
+    assert "error:" not in page and "not run" not in out.stdout  # every registered section filled
+    for text in ("AECG Table 1", "AECG Table 2", "w/o scope preservation (flat scope)", "Δ (paired)", "SMOKE RUN"):
+        assert text in page and text in md
+    images = re.findall(r'<img src="([^"]+)"', page)
+    assert len(images) >= 4 and all((root / "report" / src).stat().st_size > 0 for src in images)

@@ -271,4 +271,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, so sections register into the same REGISTRY it reads
+    # (under `python -m` this file is `__main__`, a second copy of the module).
+    from aecg_bench.analysis.site import main as _main
+
+    sys.exit(_main())
