@@ -271,3 +271,11 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
         assert text in page and text in md
     images = re.findall(r'<img src="([^"]+)"', page)
     assert len(images) >= 4 and all((root / "report" / src).stat().st_size > 0 for src in images)
+
+    figures = subprocess.run(
+        [sys.executable, "scripts/make_figures.py", str(root / "aecg_table1")],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env=_env(),
+    )
+    assert figures.returncode == 0, figures.stderr[-2000:]
+    made = sorted(p.name.split("_aecg")[0] for p in (root / "aecg_table1" / "figures").glob("*.pdf"))
+    assert made == ["heatmap", "learning_curve", "role_cost"]

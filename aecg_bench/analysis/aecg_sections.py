@@ -32,7 +32,7 @@ CMD_TABLE1 = "make reproduce-table1 PRESET=paper  (offline smoke: make reproduce
 CMD_TABLE2 = "make reproduce-table2 PRESET=paper  (offline smoke: make reproduce-table2)"
 
 
-def _slug(config: dict[str, str]) -> str:
+def slug(config: dict[str, str]) -> str:
     """A file-name-safe, stable name for one configuration's figures."""
     digest = hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest()[:8]
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in config.get("experiment", ""))[:40] + "_" + digest
@@ -64,7 +64,7 @@ def facts(df: pd.DataFrame, table: PaperTable, command: str) -> Facts:
     )
 
 
-def _config_frame(df: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
+def config_frame(df: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
     cols = [c for c in CONFIG_COLUMNS if c in df.columns]
     return df[(df[cols].astype(str) == pd.Series(config)).all(axis=1)]
 
@@ -74,7 +74,7 @@ def _table_parts(
 ) -> list[Part]:
     parts: list[Part] = []
     for table in build_tables(df, load_reference(reference), compare_to=compare_to, n_boot=ctx.n_boot):
-        sub = _config_frame(df, table.config)
+        sub = config_frame(df, table.config)
         head = f"{name} — {table.config['experiment']}, {table.config['assignment']}"
         if table.smoke:
             parts.append(Text(table.caption_prefix.strip()))
@@ -152,9 +152,9 @@ def table2(df: pd.DataFrame, ctx: Context) -> list[Part]:
 def _per_config_figures(df: pd.DataFrame, ctx: Context, stem: str, draw, title: str, caption: str) -> list[Part]:
     parts: list[Part] = []
     for config in configurations(df):
-        sub = _config_frame(df, config)
+        sub = config_frame(df, config)
         prefix = "SMOKE RUN, not comparable to the paper: " if is_smoke(config) else ""
-        name = f"{stem}_{_slug(config)}"
+        name = f"{stem}_{slug(config)}"
         png = draw(sub, ctx.figures_dir / name, f"{prefix}{title}")[0]
         parts.append(Figure(f"{prefix}{title} — {config['experiment']}, {config['assignment']}", png, caption))
     return parts

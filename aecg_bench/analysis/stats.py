@@ -89,7 +89,7 @@ def paired_stats(diffs: np.ndarray, *, n_boot: int = 5000, seed: int = 0, level:
 
 def summarize(
     df: pd.DataFrame,
-    by: Sequence[str] = ("benchmark", "framework", "memory", "model"),
+    by: Sequence[str] | None = None,
     *,
     metric: str = "value",
     phase: str | None = "eval",
@@ -97,7 +97,9 @@ def summarize(
     scale: float = 100.0,
     n_boot: int = 2000,
 ) -> pd.DataFrame:
-    """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`)."""
+    """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`).
+    By default a cell is every id that makes a result different (PAIR_KEYS present in `df`)."""
+    by = list(by) if by is not None else [c for c in PAIR_KEYS if c in df.columns]
     data = _prepare(df, metric, infra, phase)
     full = df if phase is None else df[df["phase"] == phase]
     rows = []
