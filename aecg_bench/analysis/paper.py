@@ -222,7 +222,11 @@ def _comparison(
     out = out.merge(ref[keep], on=KEYS, how="left") if not ref.empty else out.assign(paper=NAN)
     if not smoke:
         out["ours_minus_paper"] = out["mean"] - out["paper"]
-    return out
+    rank = {
+        col: {v: i for i, v in enumerate(_ordered(out[col], order))}
+        for col, order in (("framework", FRAMEWORKS), ("benchmark", BENCHMARKS), ("memory", MEMORIES))
+    }
+    return out.sort_values(KEYS, key=lambda c: c.map(rank[c.name]), kind="stable").reset_index(drop=True)
 
 
 def _framework_avgs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -395,13 +399,16 @@ def readable_cells(table: PaperTable) -> pd.DataFrame:
     return out
 
 
+COUNT_CLAIMS = ("settings", "aecg_best_settings", "aecg_first_in_avg_frameworks")
+
+
 def readable_claims(claims: pd.DataFrame, *, smoke: bool) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "Framework": [FRAMEWORKS.get(v, v) for v in claims["framework"]],
             "Claim": claims["claim"],
-            "ours": [_num(v) for v in claims["ours"]],
-            "paper": [_num(v) for v in claims["paper"]],
+            "ours": [_num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["ours"], claims["quantity"], strict=True)],
+            "paper": [_num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["paper"], claims["quantity"], strict=True)],
             "source": claims["source"].fillna(""),
         }
     )

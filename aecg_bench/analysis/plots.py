@@ -5,6 +5,7 @@ report should render fast."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,11 @@ def _pyplot() -> Any:
     return plt
 
 
+def _wrap(title: str, width: int) -> str:
+    """Long captions (a smoke run's warning) wrap instead of running off the figure."""
+    return "\n".join(textwrap.wrap(title, width))
+
+
 def _save(fig: Any, out_stem: Path, *, rect: tuple[float, float, float, float] | None = None) -> list[Path]:
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
@@ -42,6 +48,8 @@ def _save(fig: Any, out_stem: Path, *, rect: tuple[float, float, float, float] |
 def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title: str = "") -> list[Path]:
     """Success over the task stream per method: the running mean of success up to each eval
     position (mean over seeds, band = min..max over seeds), one panel per framework x benchmark."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = _pyplot()
     data = df[df["phase"] == "eval"].copy()
     data["_y"] = data["success"].fillna(False).astype(float) * 100
@@ -50,7 +58,13 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
     data["_cum"] = data.groupby(["framework", "benchmark", "memory", "seed"])["_y"].transform(
         lambda y: y.rolling(window, min_periods=1).mean()
     )
-    panels = list(dict.fromkeys(zip(data["framework"], data["benchmark"], strict=True)))
+    present = set(zip(data["framework"], data["benchmark"], strict=True))
+    panels = [
+        (f, b)
+        for f in _ordered(data["framework"], FRAMEWORKS)
+        for b in _ordered(data["benchmark"], BENCHMARKS)
+        if (f, b) in present
+    ]
     ncol = min(4, max(1, len(panels)))
     nrow = int(np.ceil(len(panels) / ncol)) or 1
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow + 0.6), squeeze=False, sharey=True)
@@ -62,13 +76,14 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
             ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=line.get_color())
         ax.set_title(f"{FRAMEWORKS.get(fw, fw)} / {BENCHMARKS.get(bench, bench)}")
         ax.set_xlabel("task in stream")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-2, 102)
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     axes[0][0].set_ylabel(f"success, running mean of {window} (%)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), frameon=False)
-    fig.suptitle(title or "Learning curve: success over the task stream")
+    fig.suptitle(_wrap(title or "Learning curve: success over the task stream", 110))
     return _save(fig, out_stem, rect=(0, 0.12, 1, 1))
 
 
@@ -91,9 +106,9 @@ def role_cost_bars(df: pd.DataFrame, out_stem: Path, *, title: str = "") -> list
                hatch="" if role in AGENT_ROLES else "//")
         bottom += vals
     ax.set_ylabel("tokens per evaluated sample")
-    ax.tick_params(axis="x", rotation=30)
+    ax.set_xticks(range(len(memories)), [MEMORIES.get(m, m) for m in memories], rotation=30, ha="right")
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(title or "Cost by role (tokens per sample)")
+    ax.set_title(_wrap(title or "Cost by role (tokens per sample)", 60))
     return _save(fig, out_stem)
 
 
@@ -133,6 +148,6 @@ def score_heatmap(
     if highlight in memories:
         row = memories.index(highlight)
         ax.add_patch(Rectangle((-0.5, row - 0.5), len(cols), 1, fill=False, edgecolor="red", linewidth=2.5))
-    ax.set_title(title)
+    ax.set_title(_wrap(title, 60))
     ax.set_ylabel("")
     return _save(fig, out_stem)
