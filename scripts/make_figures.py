@@ -29,8 +29,11 @@ if __name__ == "__main__":
         prefix = "SMOKE RUN, not comparable to the paper: " if is_smoke(config) else ""
         name = slug(config)
         paths = [
-            *score_heatmap(summarize(sub, by=KEYS, metric="success", n_boot=1), out / f"heatmap_{name}",
-                           title=f"{prefix}Score by framework, benchmark and method"),
+            *score_heatmap(
+                summarize(sub, by=KEYS, metric="success", n_boot=1),
+                out / f"heatmap_{name}",
+                title=f"{prefix}Score by framework, benchmark and method",
+            ),
             *learning_curve(sub, out / f"learning_curve_{name}", title=f"{prefix}Learning curve per method"),
             *role_cost_bars(sub, out / f"role_cost_{name}", title=f"{prefix}Tokens per sample by role"),
         ]

@@ -55,8 +55,18 @@ def test_two_model_labels_in_one_experiment_folder_land_in_two_cells(tmp_path):
     root = tmp_path / "results"
     for label, models, roles in (("mock", MOCK_MODELS, MOCK_ROLES), ("gpt", OPENAI_MODELS, OPENAI_ROLES)):
         ok = label == "mock"
-        write_run(root, experiment="e", framework="single", benchmark="toy", memory="aecg", seed=0,
-                  successes=[ok] * 4, model_label=label, models=models, roles=roles)
+        write_run(
+            root,
+            experiment="e",
+            framework="single",
+            benchmark="toy",
+            memory="aecg",
+            seed=0,
+            successes=[ok] * 4,
+            model_label=label,
+            models=models,
+            roles=roles,
+        )
     df = load(root / "e")
     with pytest.raises(MixedCellsError) as err:
         build_table(df, load_reference("aecg_table1"), n_boot=100)
@@ -85,10 +95,26 @@ def test_one_label_per_model_assignment_however_configured():
 def test_a_cell_with_extra_or_missing_samples_is_marked(tmp_path):
     root = tmp_path / "results"
     for folder in ("a", "b"):  # the same seed twice under two folder labels: same assignment
-        write_run(root, experiment="e", framework="single", benchmark="toy", memory="aecg", seed=0,
-                  successes=[True, False], folder=folder)
-    write_run(root, experiment="e", framework="single", benchmark="toy", memory="no_memory", seed=0,
-              successes=[True], n_eval=3)
+        write_run(
+            root,
+            experiment="e",
+            framework="single",
+            benchmark="toy",
+            memory="aecg",
+            seed=0,
+            successes=[True, False],
+            folder=folder,
+        )
+    write_run(
+        root,
+        experiment="e",
+        framework="single",
+        benchmark="toy",
+        memory="no_memory",
+        seed=0,
+        successes=[True],
+        n_eval=3,
+    )
     table = build_table(load(root / "e"), load_reference("aecg_table1"), n_boot=100)
     flags = table.summary.set_index("memory")["flag"]
     assert flags["aecg"] == "extra samples" and flags["no_memory"] == "incomplete"
@@ -134,8 +160,16 @@ def test_smoke_tables_say_so_and_drop_the_paper_difference(tmp_path):
 
 def test_derived_reference_values_stay_marked(tmp_path):
     root = tmp_path / "results"
-    write_grid(root, experiment="aecg_table2", frameworks=("agentnet",), benchmarks=("mbpp_plus",),
-               memories=("aecg", "aecg_flat_scope"), seeds=(0,), n=4, rate=lambda *_: 0.5)
+    write_grid(
+        root,
+        experiment="aecg_table2",
+        frameworks=("agentnet",),
+        benchmarks=("mbpp_plus",),
+        memories=("aecg", "aecg_flat_scope"),
+        seeds=(0,),
+        n=4,
+        rate=lambda *_: 0.5,
+    )
     table = build_table(load(root / "aecg_table2"), load_reference("aecg_table2"), compare_to="aecg", n_boot=50)
     cells = readable_cells(table).set_index("Method")
     assert cells.loc["w/o scope preservation (flat scope)", "paper"] == "69.53 (derived)"
@@ -176,7 +210,11 @@ def test_make_clean_results_keeps_the_papers_numbers(tmp_path):
     for junk in ("aecg_table1/seed=0", ".cache/env", ".sweeps/0", "report"):
         (results / junk).mkdir(parents=True)
     out = subprocess.run(
-        ["make", "-s", "-f", str(REPO / "Makefile"), "clean-results"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        ["make", "-s", "-f", str(REPO / "Makefile"), "clean-results"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in results.iterdir()) == ["README.md", "reference"]
@@ -198,11 +236,22 @@ def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_pat
     _, paths = _report(tmp_path)
     out = subprocess.run(
         [
-            browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--proxy-server=127.0.0.1:9", "--virtual-time-budget=10000",
-            f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", paths["html"].as_uri(),
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--proxy-server=127.0.0.1:9",
+            "--virtual-time-budget=10000",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            paths["html"].as_uri(),
         ],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     body = re.search(r"<body([^>]*)>", out.stdout)
@@ -220,7 +269,11 @@ def test_make_report_cli_lists_every_section_as_not_run_on_an_empty_results_fold
     (tmp_path / "results").mkdir()
     out = subprocess.run(
         [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(tmp_path / "results")],
-        cwd=REPO, capture_output=True, text=True, timeout=120, env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     page = (tmp_path / "results" / "report" / "index.html").read_text()
@@ -231,7 +284,9 @@ def test_two_real_runs_with_different_model_labels_never_share_a_cell(make_confi
     from aecg_bench.run import run_from_config
 
     for model in ("mock", "mock_aecg"):
-        run_from_config(make_config("experiment_name=e", "benchmark.params.size=3", "memory=no_memory", f"model={model}"))
+        run_from_config(
+            make_config("experiment_name=e", "benchmark.params.size=3", "memory=no_memory", f"model={model}")
+        )
     df = load(tmp_path / "results" / "e")
     assert set(df["model"]) == {"mock", "mock_aecg"}
     with pytest.raises(MixedCellsError, match=r"aecg-oracle vs oracle"):
@@ -242,8 +297,18 @@ def test_two_real_runs_with_different_model_labels_never_share_a_cell(make_confi
 
 
 def _mock_sweep(root, experiment: str, grid: list[str]) -> None:
-    cmd = [sys.executable, "-m", "aecg_bench.run", f"experiment={experiment}", "model=mock", *grid,
-           "protocol.limit=2", "hydra.launcher.n_jobs=1", f"runtime.results_root={root}", "runtime.progress=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aecg_bench.run",
+        f"experiment={experiment}",
+        "model=mock",
+        *grid,
+        "protocol.limit=2",
+        "hydra.launcher.n_jobs=1",
+        f"runtime.results_root={root}",
+        "runtime.progress=false",
+    ]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=_env())
     assert out.returncode == 0, out.stderr[-2000:]
 
@@ -257,11 +322,17 @@ def _env() -> dict[str, str]:
 @pytest.mark.slow
 def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
     root = tmp_path / "results"
-    _mock_sweep(root, "aecg_table1", ["framework=single", "benchmark=toy,toy_tools", "memory=no_memory,conmem,aecg", "seed=0,1"])
+    _mock_sweep(
+        root, "aecg_table1", ["framework=single", "benchmark=toy,toy_tools", "memory=no_memory,conmem,aecg", "seed=0,1"]
+    )
     _mock_sweep(root, "aecg_table2", ["framework=single", "benchmark=toy", "memory=aecg,aecg_flat_scope", "seed=0,1"])
     out = subprocess.run(
         [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(root), "--n-boot", "200"],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
     )
     assert out.returncode == 0, out.stderr[-2000:]
     page = (root / "report" / "index.html").read_text()
@@ -274,7 +345,11 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
 
     figures = subprocess.run(
         [sys.executable, "scripts/make_figures.py", str(root / "aecg_table1")],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env=_env(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
     )
     assert figures.returncode == 0, figures.stderr[-2000:]
     made = sorted(p.name.split("_aecg")[0] for p in (root / "aecg_table1" / "figures").glob("*.pdf"))

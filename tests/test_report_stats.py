@@ -74,7 +74,9 @@ model_ids = st.sampled_from(["openai/gpt-4.1-mini", "gpt-4.1-mini", "openai/gpt-
 @given(model_ids, model_ids, st.sampled_from(["a", "agent_model", "x1"]), st.sampled_from(["m", "memory", "x2"]))
 def test_assignment_label_depends_on_models_not_on_config_labels(agent, memory, la, lm):
     label = assignment_label({la: {"model": agent}, lm: {"model": memory}}, {"agent": la, "default": lm})
-    again = assignment_label({"A": {"model": agent.split("/")[-1]}, "M": {"model": memory}}, {"agent": "A", "default": "M"})
+    again = assignment_label(
+        {"A": {"model": agent.split("/")[-1]}, "M": {"model": memory}}, {"agent": "A", "default": "M"}
+    )
     assert label == again
     assert agent.split("/")[-1] in label and memory.split("/")[-1] in label
 

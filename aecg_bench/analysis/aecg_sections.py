@@ -38,6 +38,11 @@ def slug(config: dict[str, str]) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in config.get("experiment", ""))[:40] + "_" + digest
 
 
+def _commit(value: object) -> str:
+    text = str(value) if isinstance(value, str) else "unknown"
+    return text[:12] + ("+dirty" if text.endswith("+dirty") else "")
+
+
 def facts(df: pd.DataFrame, table: PaperTable, command: str) -> Facts:
     """Config, sample counts, completeness, cost and the command, for one configuration's table."""
     s = table.summary
@@ -57,6 +62,7 @@ def facts(df: pd.DataFrame, table: PaperTable, command: str) -> Facts:
             + (f" (flagged: {', '.join(sorted(set(s['flag']) - {''}))})" if (s["flag"] != "").any() else ""),
             "infra errors": str(int(s["n_infra_error"].sum())),
             "runs by status": ", ".join(f"{k}: {v}" for k, v in runs.items()),
+            "code (git commit of the runs)": ", ".join(sorted({_commit(c) for c in eval_rows.get("git_commit", [])})),
             "cost": f"${cost['cost'].sum():.4f}; agent tokens {int(cost['agent_tokens'].sum()):,}; "
             f"memory-side tokens {int(cost['memory_side_tokens'].sum()):,}",
             "command": command,
@@ -114,7 +120,11 @@ def _reference_parts(reference: str, command: str) -> list[Part]:
     shown = ref.assign(ours="not run", memory=[MEMORIES.get(m, m) for m in ref["memory"]])
     return [
         Text(f"No results yet. Run: {command}"),
-        Table("The paper's values (ours: not run)", shown[["framework", "benchmark", "memory", "ours", "value", "kind", "source"]], index=False),
+        Table(
+            "The paper's values (ours: not run)",
+            shown[["framework", "benchmark", "memory", "ours", "value", "kind", "source"]],
+            index=False,
+        ),
     ]
 
 
@@ -129,8 +139,13 @@ def _reference_parts(reference: str, command: str) -> list[Part]:
 )
 def table1(df: pd.DataFrame, ctx: Context) -> list[Part]:
     return _table_parts(
-        df, ctx, name="AECG Table 1", reference="aecg_table1", compare_to="strongest_baseline",
-        command=CMD_TABLE1, claims=True,
+        df,
+        ctx,
+        name="AECG Table 1",
+        reference="aecg_table1",
+        compare_to="strongest_baseline",
+        command=CMD_TABLE1,
+        claims=True,
     )
 
 
@@ -173,7 +188,11 @@ def figure5(df: pd.DataFrame, ctx: Context) -> list[Part]:
         return score_heatmap(summarize(sub, by=KEYS, metric="success", n_boot=1), stem, title=title)
 
     return _per_config_figures(
-        df, ctx, "aecg_figure5", draw, "Score by framework, benchmark and memory method",
+        df,
+        ctx,
+        "aecg_figure5",
+        draw,
+        "Score by framework, benchmark and memory method",
         "Mean success (%) over seeds; the AECG row is outlined, as in the paper's Figure 5.",
     )
 
@@ -188,7 +207,10 @@ def figure5(df: pd.DataFrame, ctx: Context) -> list[Part]:
 )
 def learning_curves(df: pd.DataFrame, ctx: Context) -> list[Part]:
     return _per_config_figures(
-        df, ctx, "learning_curve", lambda sub, stem, title: learning_curve(sub, stem, title=title),
+        df,
+        ctx,
+        "learning_curve",
+        lambda sub, stem, title: learning_curve(sub, stem, title=title),
         "Learning curve per method",
         "Running mean of success over the last 10 tasks of the eval stream, mean over seeds (band: min..max).",
     )
@@ -204,7 +226,10 @@ def learning_curves(df: pd.DataFrame, ctx: Context) -> list[Part]:
 )
 def role_cost(df: pd.DataFrame, ctx: Context) -> list[Part]:
     parts: list[Part] = _per_config_figures(
-        df, ctx, "role_cost", lambda sub, stem, title: role_cost_bars(sub, stem, title=title),
+        df,
+        ctx,
+        "role_cost",
+        lambda sub, stem, title: role_cost_bars(sub, stem, title=title),
         "Tokens per sample by role",
         "Hatched bars are memory-side roles (memory, judges, distiller, verifier); plain bars act on the task.",
     )

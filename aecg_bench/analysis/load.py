@@ -87,6 +87,7 @@ def _row(header: dict[str, Any], config: dict[str, str], rec: dict[str, Any], ru
         **config,
         "run_dir": str(run_dir),
         "run_status": header.get("status"),
+        "git_commit": (header.get("environment") or {}).get("git_commit"),
         "n_eval_expected": header.get("n_eval"),
         "position": rec["position"],
         "sample_id": str(rec["sample_id"]),

@@ -137,8 +137,10 @@ def build_table(
     if len(configs) > 1:
         differ = {k: sorted({c[k] for c in configs}) for k in configs[0] if len({c[k] for c in configs}) > 1}
         detail = "; ".join(f"{k}: {' vs '.join(v)}" for k, v in differ.items())
-        raise MixedCellsError(f"results of {len(configs)} configurations would share cells ({detail}); "
-                              "render them as separate tables (build_tables) or move one away")
+        raise MixedCellsError(
+            f"results of {len(configs)} configurations would share cells ({detail}); "
+            "render them as separate tables (build_tables) or move one away"
+        )
     return build_tables(df, reference, compare_to=compare_to, n_boot=n_boot)[0]
 
 
@@ -163,7 +165,9 @@ def _build(
             for bench in benchmarks:
                 if (fw, bench, mem) in cells.index:
                     c = cells.loc[(fw, bench, mem)]
-                    row.append(cell_text(c["mean"], c["std"], complete=bool(c["complete"]), ci=(c["ci_low"], c["ci_high"])))
+                    row.append(
+                        cell_text(c["mean"], c["std"], complete=bool(c["complete"]), ci=(c["ci_low"], c["ci_high"]))
+                    )
                     means.append(c["mean"])
                     complete &= bool(c["complete"])
                 else:
@@ -193,8 +197,19 @@ def reference_method(cell: pd.DataFrame, compare_to: str) -> str | None:
 def _comparison(
     df: pd.DataFrame, summary: pd.DataFrame, reference: pd.DataFrame, *, compare_to: str, smoke: bool
 ) -> pd.DataFrame:
-    cols = [*KEYS, "mean", "std", "ci_low", "ci_high", "n_seeds", "n_samples", "n_expected", "n_infra_error",
-            "complete", "flag"]
+    cols = [
+        *KEYS,
+        "mean",
+        "std",
+        "ci_low",
+        "ci_high",
+        "n_seeds",
+        "n_samples",
+        "n_expected",
+        "n_infra_error",
+        "complete",
+        "flag",
+    ]
     out = summary[cols].copy()
     vs, diff, lo, hi, p, n = [], [], [], [], [], []
     for _, row in out.iterrows():
@@ -247,8 +262,16 @@ def aecg_claims(summary: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
 
     def add(framework: str, quantity: str, claim: str, ours: float) -> None:
         value, source = paper.get((framework, quantity), (NAN, ""))
-        rows.append({"framework": framework, "quantity": quantity, "claim": claim, "ours": ours,
-                     "paper": value, "source": source})
+        rows.append(
+            {
+                "framework": framework,
+                "quantity": quantity,
+                "claim": claim,
+                "ours": ours,
+                "paper": value,
+                "source": source,
+            }
+        )
 
     settings, best, margin = 0, 0, []
     for _, cell in summary.groupby(["framework", "benchmark"]):
@@ -263,8 +286,12 @@ def aecg_claims(summary: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
             margin.append(aecg - competitors["mean"].max())
     add("all", "settings", "framework-benchmark settings with AECG", float(settings))
     add("all", "aecg_best_settings", "settings where AECG has the best score", float(best))
-    add("all", "aecg_max_margin_over_best_baseline", "largest per-setting margin over the strongest baseline",
-        max(margin) if margin else NAN)
+    add(
+        "all",
+        "aecg_max_margin_over_best_baseline",
+        "largest per-setting margin over the strongest baseline",
+        max(margin) if margin else NAN,
+    )
     avgs = _framework_avgs(summary)
     first = 0
     for fw in _ordered(summary["framework"], FRAMEWORKS):
@@ -273,10 +300,18 @@ def aecg_claims(summary: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
             continue
         first += int(a[PROPOSED] >= a.max())
         competitors = a[[m for m in a.index if is_baseline(m)]]
-        add(fw, "aecg_minus_best_baseline_avg", "average: AECG minus the strongest memory method",
-            a[PROPOSED] - competitors.max() if len(competitors) else NAN)
-        add(fw, "aecg_minus_no_memory_avg", "average: AECG minus No-Memory",
-            a[PROPOSED] - a[NO_MEMORY] if NO_MEMORY in a.index else NAN)
+        add(
+            fw,
+            "aecg_minus_best_baseline_avg",
+            "average: AECG minus the strongest memory method",
+            a[PROPOSED] - competitors.max() if len(competitors) else NAN,
+        )
+        add(
+            fw,
+            "aecg_minus_no_memory_avg",
+            "average: AECG minus No-Memory",
+            a[PROPOSED] - a[NO_MEMORY] if NO_MEMORY in a.index else NAN,
+        )
     add("all", "aecg_first_in_avg_frameworks", "frameworks where AECG ranks first in average", float(first))
     cells = summary.set_index(KEYS)["mean"]
     exc = ("macnet", "pddl")
@@ -385,7 +420,9 @@ def readable_cells(table: PaperTable) -> pd.DataFrame:
             "vs": [MEMORIES.get(v, v) if v else "" for v in c["vs"]],
             "Δ (paired)": [
                 "" if not v else f"{_num(d, signed=True)} [{_num(lo, 1)}, {_num(hi, 1)}] n={n}"
-                for v, d, lo, hi, n in zip(c["vs"], c["diff_vs"], c["diff_ci_low"], c["diff_ci_high"], c["n_pairs"], strict=True)
+                for v, d, lo, hi, n in zip(
+                    c["vs"], c["diff_vs"], c["diff_ci_low"], c["diff_ci_high"], c["n_pairs"], strict=True
+                )
             ],
             "p": ["" if not v else (_num(p, 3) if p == p else "–") for v, p in zip(c["vs"], c["p_value"], strict=True)],
             "paper": [
@@ -407,8 +444,12 @@ def readable_claims(claims: pd.DataFrame, *, smoke: bool) -> pd.DataFrame:
         {
             "Framework": [FRAMEWORKS.get(v, v) for v in claims["framework"]],
             "Claim": claims["claim"],
-            "ours": [_num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["ours"], claims["quantity"], strict=True)],
-            "paper": [_num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["paper"], claims["quantity"], strict=True)],
+            "ours": [
+                _num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["ours"], claims["quantity"], strict=True)
+            ],
+            "paper": [
+                _num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["paper"], claims["quantity"], strict=True)
+            ],
             "source": claims["source"].fillna(""),
         }
     )

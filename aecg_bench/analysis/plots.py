@@ -102,8 +102,13 @@ def role_cost_bars(df: pd.DataFrame, out_stem: Path, *, title: str = "") -> list
     for role in order:
         vals = per[f"tokens_{role}"].to_numpy(dtype=float)
         side = "agent" if role in AGENT_ROLES else "memory-side"
-        ax.bar([MEMORIES.get(m, m) for m in memories], vals, bottom=bottom, label=f"{role} ({side})",
-               hatch="" if role in AGENT_ROLES else "//")
+        ax.bar(
+            [MEMORIES.get(m, m) for m in memories],
+            vals,
+            bottom=bottom,
+            label=f"{role} ({side})",
+            hatch="" if role in AGENT_ROLES else "//",
+        )
         bottom += vals
     ax.set_ylabel("tokens per evaluated sample")
     ax.set_xticks(range(len(memories)), [MEMORIES.get(m, m) for m in memories], rotation=30, ha="right")

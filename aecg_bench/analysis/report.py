@@ -64,28 +64,57 @@ def _write(
 ) -> dict[str, Path]:
     paths = write_table(table.display, out_dir, stem, caption=caption)
     cells = readable_cells(table)
-    paths.update({f"vs_{k}": v for k, v in write_table(cells, out_dir, f"{stem}_vs_paper", caption=f"{caption}: every cell", index=False).items()})
+    paths.update(
+        {
+            f"vs_{k}": v
+            for k, v in write_table(
+                cells, out_dir, f"{stem}_vs_paper", caption=f"{caption}: every cell", index=False
+            ).items()
+        }
+    )
     sub = df.merge(pd.DataFrame([table.config]), on=list(table.config))
     cost = cost_table(sub)
-    paths.update({f"cost_{k}": v for k, v in write_table(cost, out_dir, f"{stem}_cost", caption=f"{caption}: usage and cost", index=False).items()})
+    paths.update(
+        {
+            f"cost_{k}": v
+            for k, v in write_table(
+                cost, out_dir, f"{stem}_cost", caption=f"{caption}: usage and cost", index=False
+            ).items()
+        }
+    )
     claims = None
     if margins is not None and "aecg" in set(table.summary["memory"]):
         claims = readable_claims(aecg_claims(table.summary, margins), smoke=table.smoke)
-        paths.update({f"claims_{k}": v for k, v in write_table(claims, out_dir, f"{stem}_claims", caption=f"{caption}: claims", index=False).items()})
+        paths.update(
+            {
+                f"claims_{k}": v
+                for k, v in write_table(
+                    claims, out_dir, f"{stem}_claims", caption=f"{caption}: claims", index=False
+                ).items()
+            }
+        )
     if figure:
-        for p in score_heatmap(table.summary, out_dir / f"{stem}_heatmap", title=f"{table.caption_prefix}Score heatmap"):
+        for p in score_heatmap(
+            table.summary, out_dir / f"{stem}_heatmap", title=f"{table.caption_prefix}Score heatmap"
+        ):
             paths[p.suffix.lstrip(".")] = p
     _print(table, cells, claims, cost, caption)
     return paths
 
 
-def _print(table: PaperTable, cells: pd.DataFrame, claims: pd.DataFrame | None, cost: pd.DataFrame, caption: str) -> None:
+def _print(
+    table: PaperTable, cells: pd.DataFrame, claims: pd.DataFrame | None, cost: pd.DataFrame, caption: str
+) -> None:
     print(f"\n{caption}\n(ours; mean ± std over seeds [bootstrap 95% CI]; † = incomplete cell)\n")
     for k, v in table.config.items():
         print(f"  {k}: {v}")
     print()
     print(flat_columns(table.display).to_markdown(disable_numparse=True))
-    print("\nEvery cell: paired test against its reference method" + ("" if table.smoke else ", and ours vs the paper") + ":\n")
+    print(
+        "\nEvery cell: paired test against its reference method"
+        + ("" if table.smoke else ", and ours vs the paper")
+        + ":\n"
+    )
     print(cells.to_markdown(index=False, disable_numparse=True))
     missing = int(table.comparison["paper"].isna().sum())
     if missing:

@@ -125,7 +125,11 @@ def build_sections(ctx: Context, specs: list[SectionSpec] | None = None) -> list
             if folder not in cache:
                 cache[folder] = load(ctx.results_root / folder)
             frames.append(cache[folder])
-        df = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(not f.empty for f in frames) else None
+        df = (
+            pd.concat([f for f in frames if not f.empty], ignore_index=True)
+            if any(not f.empty for f in frames)
+            else None
+        )
         if df is None:
             parts = spec.not_run(ctx) if spec.not_run else []
             out.append(Section(spec, "not run", parts))
@@ -156,7 +160,9 @@ def render_markdown(sections: list[Section], *, generated: str) -> str:
             if isinstance(part, Table):
                 frame = _frame_for_text(part)
                 lines += [f"**{part.title}**", ""]
-                lines.append(frame.to_markdown(index=part.index, disable_numparse=True) if not frame.empty else "(empty)")
+                lines.append(
+                    frame.to_markdown(index=part.index, disable_numparse=True) if not frame.empty else "(empty)"
+                )
                 lines += ["", part.note] if part.note else []
                 lines.append("")
             elif isinstance(part, Figure):
