@@ -113,3 +113,22 @@ def test_strongest_baseline_excludes_the_method_its_ablations_and_no_memory():
     assert reference_method(cell, "strongest_baseline") == "memorybank"
     assert reference_method(cell[cell["memory"].isin(["aecg", "no_memory"])], "strongest_baseline") == "no_memory"
     assert reference_method(cell, "aecg") == "aecg" and reference_method(cell, "g_memory") is None
+
+
+@FAST
+@given(st.lists(st.booleans(), min_size=1, max_size=30), st.integers(1, 12), st.randoms())
+def test_running_success_is_the_rolling_mean_of_each_stream(outcomes, window, rnd):
+    from aecg_bench.analysis.plots import running_success
+
+    rows = [
+        {"framework": "f", "benchmark": "b", "memory": m, "seed": s, "phase": "eval", "position": i, "success": ok}
+        for m in ("a", "b")
+        for s in (0, 1)
+        for i, ok in enumerate(outcomes if (m, s) == ("a", 0) else outcomes[::-1])
+    ]
+    rnd.shuffle(rows)  # stream order comes from `position`, not from row order
+    out = running_success(pd.DataFrame(rows), window)
+    got = out[(out["memory"] == "a") & (out["seed"] == 0)].sort_values("_i")["_cum"].to_numpy()
+    expected = pd.Series(outcomes, dtype=float).rolling(window, min_periods=1).mean().to_numpy() * 100
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    assert out.groupby(["memory", "seed"])["_i"].max().eq(len(outcomes)).all()

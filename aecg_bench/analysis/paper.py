@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from aecg_bench.analysis.load import CONFIG_COLUMNS
-from aecg_bench.analysis.stats import NAN, paired_difference, summarize
+from aecg_bench.analysis.stats import NAN, paired_stats, prepare_outcomes, summarize
 from aecg_bench.analysis.tables import cell_text
 
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
@@ -211,6 +211,12 @@ def _comparison(
         "flag",
     ]
     out = summary[cols].copy()
+    # outcomes per setting as (seed, sample) x memory, so a pair is the same sample of the same seed
+    outcomes = prepare_outcomes(df, "success", "failure", "eval")
+    paired = {
+        key: part.pivot_table(index=["seed", "sample_id"], columns="memory", values="_y", aggfunc="first")
+        for key, part in outcomes.groupby(["framework", "benchmark"])
+    }
     vs, diff, lo, hi, p, n = [], [], [], [], [], []
     for _, row in out.iterrows():
         cell = summary[(summary["framework"] == row["framework"]) & (summary["benchmark"] == row["benchmark"])]
@@ -218,8 +224,8 @@ def _comparison(
         if ref is None or ref == row["memory"]:
             res = {"n": 0, "mean_diff": NAN, "ci_low": NAN, "ci_high": NAN, "p_value": NAN}
         else:
-            part = df[(df["framework"] == row["framework"]) & (df["benchmark"] == row["benchmark"])]
-            res = paired_difference(part, "memory", row["memory"], ref, metric="success")
+            table = paired[(row["framework"], row["benchmark"])]
+            res = paired_stats((table[row["memory"]] - table[ref]).dropna().to_numpy(dtype=float))
         vs.append(ref if ref != row["memory"] else "")
         diff.append(res["mean_diff"] * 100)
         lo.append(res["ci_low"] * 100)

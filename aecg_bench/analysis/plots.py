@@ -45,19 +45,30 @@ def _save(fig: Any, out_stem: Path, *, rect: tuple[float, float, float, float] |
     return paths
 
 
+STREAM_KEYS = ["framework", "benchmark", "memory", "seed"]
+
+
+def running_success(df: pd.DataFrame, window: int = 10) -> pd.DataFrame:
+    """Per stream (framework, benchmark, memory, seed): the eval tasks in stream order (`_i`, from 1)
+    and the mean success in percent over the last `window` of them up to each (`_cum`)."""
+    data = df[df["phase"] == "eval"].sort_values([*STREAM_KEYS, "position"]).copy()
+    data["_y"] = data["success"].fillna(False).astype(float) * 100
+    by = [data[k] for k in STREAM_KEYS]
+    data["_i"] = data.groupby(by, sort=False).cumcount() + 1
+    total = data.groupby(by, sort=False)["_y"].cumsum()
+    before = total.groupby(by, sort=False).shift(window, fill_value=0.0)
+    data["_cum"] = (total - before) / data["_i"].clip(upper=window)
+    return data
+
+
 def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title: str = "") -> list[Path]:
-    """Success over the task stream per method: the running mean of success up to each eval
-    position (mean over seeds, band = min..max over seeds), one panel per framework x benchmark."""
+    """Success over the task stream per method: the running mean of success over the last `window`
+    eval tasks (mean over seeds, band = min..max over seeds), one panel per framework x benchmark."""
     from matplotlib.ticker import MaxNLocator
 
     plt = _pyplot()
-    data = df[df["phase"] == "eval"].copy()
-    data["_y"] = data["success"].fillna(False).astype(float) * 100
-    data = data.sort_values("position")
-    data["_i"] = data.groupby(["framework", "benchmark", "memory", "seed"]).cumcount() + 1
-    data["_cum"] = data.groupby(["framework", "benchmark", "memory", "seed"])["_y"].transform(
-        lambda y: y.rolling(window, min_periods=1).mean()
-    )
+    data = running_success(df, window)
+    curves = data.groupby(["framework", "benchmark", "memory", "_i"])["_cum"].agg(["mean", "min", "max"])
     present = set(zip(data["framework"], data["benchmark"], strict=True))
     panels = [
         (f, b)
@@ -71,7 +82,7 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
     for ax, (fw, bench) in zip(axes.flat, panels, strict=False):
         part = data[(data["framework"] == fw) & (data["benchmark"] == bench)]
         for mem in _ordered(part["memory"], MEMORIES):
-            g = part[part["memory"] == mem].groupby("_i")["_cum"].agg(["mean", "min", "max"])
+            g = curves.loc[(fw, bench, mem)]
             (line,) = ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker="." if len(g) < 20 else None)
             ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=line.get_color())
         ax.set_title(f"{FRAMEWORKS.get(fw, fw)} / {BENCHMARKS.get(bench, bench)}")

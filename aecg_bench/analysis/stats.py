@@ -25,7 +25,9 @@ NAN = float("nan")
 PAIR_KEYS = ("experiment", "benchmark", "framework", "memory", "model", "assignment", "protocol", "preset")
 
 
-def _prepare(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | None) -> pd.DataFrame:
+def prepare_outcomes(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | None) -> pd.DataFrame:
+    """The rows of `phase` with their outcome in column `_y` (success as 0/1, or `metric`), infra
+    errors as failures or dropped."""
     data = df if phase is None else df[df["phase"] == phase]
     data = data.copy()
     if metric == "success":
@@ -100,16 +102,18 @@ def summarize(
     """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`).
     By default a cell is every id that makes a result different (PAIR_KEYS present in `df`)."""
     by = list(by) if by is not None else [c for c in PAIR_KEYS if c in df.columns]
-    data = _prepare(df, metric, infra, phase)
+    data = prepare_outcomes(df, metric, infra, phase)
     full = df if phase is None else df[df["phase"] == phase]
     rows = []
-    for key, cell in data.groupby(list(by), sort=True, dropna=False):
+    for key, raw in full.groupby(list(by), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
+        cell = data.loc[data.index.intersection(raw.index)]  # same rows, outcomes prepared
+        if cell.empty:
+            continue
         per_seed = cell.groupby("seed")["_y"]
         seed_means = per_seed.mean()
         groups = [g.to_numpy(dtype=float) for _, g in per_seed]
         lo, hi = bootstrap_ci(groups, n_boot=n_boot)
-        raw = full.merge(pd.DataFrame([dict(zip(by, key, strict=True))]), on=list(by))
         expected = raw.groupby("seed")["n_eval_expected"].first().sum() if "n_eval_expected" in raw else len(raw)
         statuses = raw["status"].value_counts()
         rows.append(
@@ -153,7 +157,7 @@ def paired_difference(
 ) -> dict[str, float]:
     """Mean of (a - b) over samples both ran (matched on every other id, seed and sample),
     a bootstrap 95% CI, and a two-sided sign-flip permutation p-value."""
-    data = _prepare(df, metric, infra, phase)
+    data = prepare_outcomes(df, metric, infra, phase)
     keys = [c for c in PAIR_KEYS if c != column and c in data.columns] + ["seed", "sample_id"]
     left = data[data[column] == a].set_index(keys)["_y"]
     right = data[data[column] == b].set_index(keys)["_y"]
