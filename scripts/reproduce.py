@@ -64,14 +64,7 @@ def main() -> int:
                 f"Memory-side processes run on {memory} too (the paper uses gpt-4o-mini there; "
                 "set MEMORY_MODEL=openai/gpt-4o-mini to match). Tables label the assignment by its models.\n"
             )
-        # The folder label names the models, not how they were configured: the same assignment
-        # written by conf/model/openai.yaml gets the same label (gpt-4.1-mini+gpt-4o-mini).
-        overrides += [
-            "model=pair",
-            f"model.models.agent.model={agent}",
-            f"model.models.memory.model={memory}",
-            f"model.label={safe_label(short_model_id(agent))}+{safe_label(short_model_id(memory))}",
-        ]
+        overrides += model_overrides(agent, memory)
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
     sweep = subprocess.run(cmd, cwd=ROOT)
@@ -80,6 +73,18 @@ def main() -> int:
         print(f"the sweep exited with code {sweep.returncode}; rendering what finished (rerun to resume)")
     table = subprocess.run([sys.executable, table_script, str(results)], cwd=ROOT)
     return sweep.returncode or table.returncode
+
+
+def model_overrides(agent: str, memory: str) -> list[str]:
+    """Hydra overrides for agents on `agent` and memory-side processes on `memory`. The folder label
+    names the models, not how they were configured: the same assignment written by
+    conf/model/openai.yaml gets the same label (gpt-4.1-mini+gpt-4o-mini)."""
+    return [
+        "model=pair",
+        f"model.models.agent.model={agent}",
+        f"model.models.memory.model={memory}",
+        f"model.label={safe_label(short_model_id(agent))}+{safe_label(short_model_id(memory))}",
+    ]
 
 
 def dry_run(experiment: str, args: argparse.Namespace) -> int:

@@ -354,3 +354,39 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
     assert figures.returncode == 0, figures.stderr[-2000:]
     made = sorted(p.name.split("_aecg")[0] for p in (root / "aecg_table1" / "figures").glob("*.pdf"))
     assert made == ["heatmap", "learning_curve", "role_cost"]
+
+
+def test_make_reproduce_model_and_the_openai_config_write_one_label_for_one_assignment(tmp_path):
+    import importlib.util
+
+    from conftest import compose
+
+    spec = importlib.util.spec_from_file_location("reproduce", REPO / "scripts" / "reproduce.py")
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    via_config = compose(["model=openai"], tmp_path)["model"]
+    via_make = compose(reproduce.model_overrides("openai/gpt-4.1-mini", "openai/gpt-4o-mini"), tmp_path)["model"]
+    assert via_config["label"] == via_make["label"] == "gpt-4.1-mini+gpt-4o-mini"  # same results folder
+    assignments = {assignment_label(m["models"], m["roles"]) for m in (via_config, via_make)}
+    assert assignments == {"agent=gpt-4.1-mini; default=gpt-4o-mini"}
+    model_only = compose(reproduce.model_overrides("openai/gpt-4.1-mini", "openai/gpt-4.1-mini"), tmp_path)["model"]
+    assert model_only["label"] != via_config["label"]
+    assert assignment_label(model_only["models"], model_only["roles"]) == "gpt-4.1-mini"
+
+
+def test_table_script_writes_one_set_per_configuration_and_marks_the_smoke_one(tmp_path, capsys):
+    from aecg_bench.analysis.report import render_paper_table
+
+    root = tmp_path / "results" / "aecg_table1"
+    _table1(tmp_path / "results", n=4)
+    _table1(tmp_path / "results", n=2, experiment="aecg_table1", protocol=SMOKE, folder="smoke")
+    paths = render_paper_table(root, reference="aecg_table1", stem="table1", caption="AECG Table 1")
+    tables = root / "tables"
+    assert {"table1-1.csv", "table1-2.csv", "table1-1_claims.md", "table1-2_vs_paper.md"} <= {
+        p.name for p in tables.iterdir()
+    }
+    smoke = [p for p in tables.glob("table1-?_vs_paper.md") if "SMOKE RUN" in p.read_text()]
+    assert len(smoke) == 1 and "ours − paper" not in smoke[0].read_text()
+    full = next(p for p in tables.glob("table1-?_vs_paper.md") if p != smoke[0])
+    assert "ours − paper" in full.read_text() and "SMOKE" not in full.read_text()
+    assert "preset: limit=2, max_steps=4" in capsys.readouterr().out and paths
