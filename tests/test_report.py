@@ -37,12 +37,12 @@ def _rate(fw: str, bench: str, mem: str) -> float:
     return base
 
 
-def _table1(root, n: int = 20, **kw):
+def _table1(root, n: int = 20, frameworks=("autogen", "macnet"), benchmarks=("pddl", "fever"), **kw):
     write_grid(
         root,
         experiment=kw.pop("experiment", "aecg_table1"),
-        frameworks=("autogen", "macnet"),
-        benchmarks=("pddl", "fever"),
+        frameworks=frameworks,
+        benchmarks=benchmarks,
         memories=MEMS,
         seeds=(0, 1),
         n=n,
@@ -178,7 +178,7 @@ def test_derived_reference_values_stay_marked(tmp_path):
 
 def _report(tmp_path):
     root = tmp_path / "results"
-    _table1(root, n=6)
+    _table1(root, n=6, frameworks=("macnet",), benchmarks=("pddl",))
     paths = write_report(root, tmp_path / "report", n_boot=100)
     return root, paths
 
@@ -390,3 +390,24 @@ def test_table_script_writes_one_set_per_configuration_and_marks_the_smoke_one(t
     full = next(p for p in tables.glob("table1-?_vs_paper.md") if p != smoke[0])
     assert "ours − paper" in full.read_text() and "SMOKE" not in full.read_text()
     assert "preset: limit=2, max_steps=4" in capsys.readouterr().out and paths
+
+
+def test_a_results_folder_from_a_newer_schema_is_one_error_line_on_the_page(tmp_path):
+    import json
+
+    root = tmp_path / "results"
+    run = write_run(
+        root,
+        experiment="aecg_table2",
+        framework="agentnet",
+        benchmark="mbpp_plus",
+        memory="aecg",
+        seed=0,
+        successes=[True],
+    )
+    header = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**header, "schema": 99}))
+    paths = write_report(root, tmp_path / "report", n_boot=50)
+    page = paths["html"].read_text()
+    assert "error: aecg_table2:" in page and "schema 99 is newer" in page
+    assert 'id="aecg_table1"' in page  # the other sections still render

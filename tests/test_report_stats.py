@@ -84,7 +84,7 @@ def test_assignment_label_depends_on_models_not_on_config_labels(agent, memory, 
 scores = st.floats(0, 100, allow_nan=False).map(lambda x: round(x, 2))
 
 
-@FAST
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.tuples(scores, scores, scores), min_size=1, max_size=6), st.randoms())
 def test_claims_do_not_depend_on_row_order_and_count_within_bounds(cells, rnd):
     rows = []

@@ -116,26 +116,27 @@ def registered() -> list[SectionSpec]:
 
 
 def build_sections(ctx: Context, specs: list[SectionSpec] | None = None) -> list[Section]:
-    """Every section, built from its folders; one failing section is reported, not fatal."""
-    cache: dict[str, pd.DataFrame] = {}
+    """Every section, built from its folders; one failing section (an unreadable folder, a builder
+    error) is reported on the page, not fatal."""
+    cache: dict[str, pd.DataFrame | str] = {}
     out = []
     for spec in specs if specs is not None else registered():
-        frames = []
         for folder in spec.folders:
             if folder not in cache:
-                cache[folder] = load(ctx.results_root / folder)
-            frames.append(cache[folder])
-        df = (
-            pd.concat([f for f in frames if not f.empty], ignore_index=True)
-            if any(not f.empty for f in frames)
-            else None
-        )
-        if df is None:
-            parts = spec.not_run(ctx) if spec.not_run else []
-            out.append(Section(spec, "not run", parts))
+                try:
+                    cache[folder] = load(ctx.results_root / folder)
+                except (ValueError, KeyError, OSError) as exc:
+                    cache[folder] = f"{folder}: {exc}"
+        broken = [cache[f] for f in spec.folders if isinstance(cache[f], str)]
+        if broken:
+            out.append(Section(spec, f"error: {'; '.join(map(str, broken))}", []))
+            continue
+        frames = [f for f in (cache[f] for f in spec.folders) if isinstance(f, pd.DataFrame) and not f.empty]
+        if not frames:
+            out.append(Section(spec, "not run", spec.not_run(ctx) if spec.not_run else []))
             continue
         try:
-            out.append(Section(spec, "ok", spec.build(df, ctx)))
+            out.append(Section(spec, "ok", spec.build(pd.concat(frames, ignore_index=True), ctx)))
         except (ValueError, KeyError) as exc:
             out.append(Section(spec, f"error: {exc}", []))
     return out
