@@ -411,3 +411,24 @@ def test_a_results_folder_from_a_newer_schema_is_one_error_line_on_the_page(tmp_
     page = paths["html"].read_text()
     assert "error: aecg_table2:" in page and "schema 99 is newer" in page
     assert 'id="aecg_table1"' in page  # the other sections still render
+
+
+def test_a_new_section_registers_with_one_decorator_and_a_duplicate_key_is_refused(tmp_path):
+    from aecg_bench.analysis import site
+
+    assert "aecg_bench.analysis.aecg_sections" in site.section_modules()
+    root = tmp_path / "results"
+    write_run(root, experiment="edv_x", framework="single", benchmark="toy", memory="edv", seed=0, successes=[1, 0])
+    try:
+
+        @site.register_section("test_edv_x", title="EDV X", paper="EDV", folders=("edv_x",), command="make edv-x")
+        def build(df, ctx):
+            return [site.Table("samples per memory", df.groupby("memory").size().to_frame("n"))]
+
+        with pytest.raises(ValueError, match="test_edv_x"):
+            site.register_section("test_edv_x", title="again", paper="EDV", folders=(), command="")(lambda d, c: [])
+        page = site.write_report(root, tmp_path / "report", n_boot=50)["html"].read_text()
+    finally:
+        site.REGISTRY.pop("test_edv_x", None)
+    section = page[page.index('id="test_edv_x"') :]
+    assert "Status: ok" in section[:300] and "samples per memory" in section and "make edv-x" in section

@@ -2,9 +2,10 @@
 
 Pure: it reads results folders and writes <out>/index.html, <out>/report.md and <out>/figures/;
 no model call, no network. The page is a list of sections; each paper table or figure is one
-section, registered here with `@register_section(...)` by the module that knows how to build it
-(docs/infra/report.md says how to add one). A section whose results folders hold nothing still
-appears, saying "not run" and showing the paper's numbers and the command that would fill it.
+section, registered here with `@register_section(...)` by the module that knows how to build it,
+a file `aecg_bench/analysis/<name>_sections.py` (docs/infra/report.md says how). A section whose
+results folders hold nothing still appears, saying "not run" and showing the paper's numbers and
+the command that would fill it.
 
     python -m aecg_bench.analysis.site [--results results] [--out results/report]
 """
@@ -25,8 +26,9 @@ import pandas as pd
 from aecg_bench.analysis.load import load
 from aecg_bench.analysis.tables import flat_columns
 
-# Modules whose import registers sections; a new paper table adds its module here.
-SECTION_MODULES = ["aecg_bench.analysis.aecg_sections"]
+# Sections register when their module is imported: every `aecg_bench/analysis/*_sections.py` is
+# (so a new paper table needs only its own file), plus any module named here.
+SECTION_MODULES: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,15 @@ def register_section(
     return deco
 
 
+def section_modules() -> list[str]:
+    """`aecg_bench.analysis.*_sections` modules, sorted, then SECTION_MODULES."""
+    package = Path(__file__).parent
+    found = sorted(f"aecg_bench.analysis.{p.stem}" for p in package.glob("*_sections.py"))
+    return [*found, *(m for m in SECTION_MODULES if m not in found)]
+
+
 def registered() -> list[SectionSpec]:
-    for module in SECTION_MODULES:
+    for module in section_modules():
         importlib.import_module(module)
     return sorted(REGISTRY.values(), key=lambda s: (s.order, s.key))
 
