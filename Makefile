@@ -20,7 +20,7 @@ JOBS ?= 2
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms report
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -60,5 +60,10 @@ reproduce-table2:
 reproduce-mechanisms:
 	$(BIN)/python scripts/reproduce.py mechanisms $(REPRODUCE_ARGS)
 
+# One static page (results/report/index.html + report.md) with every table and figure the results can fill.
+report:
+	$(BIN)/python -m aecg_bench.analysis.site --results results --out results/report
+
+# Our results only: results/reference/ (the papers' numbers) and results/README.md stay.
 clean-results:
-	rm -rf results/*/ results/.cache results/.sweeps
+	find results -mindepth 1 -maxdepth 1 ! -name reference ! -name README.md -exec rm -rf {} +

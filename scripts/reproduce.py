@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aecg_bench.analysis.load import short_model_id
 from aecg_bench.runner.identity import safe_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def main() -> int:
         f"experiment={name}",
         f"runtime.results_root={args.results_root}",
         f"hydra.launcher.n_jobs={args.jobs}",
-        *model_overrides(args),
+        *overrides_from_args(args),
     ]
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
@@ -74,17 +75,29 @@ def main() -> int:
     return sweep.returncode or table.returncode
 
 
-def model_overrides(args: argparse.Namespace) -> list[str]:
-    """The paper's role assignment with the given model ids (agents; memory side defaults to the agents')."""
+def overrides_from_args(args: argparse.Namespace) -> list[str]:
+    """MODEL / MEMORY_MODEL as Hydra overrides; the memory side defaults to the agents' model (announced)."""
     if not (args.model or args.memory_model):
         return []
     agent = args.model or "openai/gpt-4.1-mini"
     memory = args.memory_model or agent
+    if not args.memory_model:
+        print(
+            f"Memory-side processes run on {memory} too (the paper uses gpt-4o-mini there; "
+            "set MEMORY_MODEL=openai/gpt-4o-mini to match). Tables label the assignment by its models.\n"
+        )
+    return model_overrides(agent, memory)
+
+
+def model_overrides(agent: str, memory: str) -> list[str]:
+    """Hydra overrides for agents on `agent` and memory-side processes on `memory`. The folder label
+    names the models, not how they were configured: the same assignment written by
+    conf/model/openai.yaml gets the same label (gpt-4.1-mini+gpt-4o-mini)."""
     return [
         "model=pair",
         f"model.models.agent.model={agent}",
         f"model.models.memory.model={memory}",
-        f"model.label={safe_label(agent)}+{safe_label(memory)}",
+        f"model.label={safe_label(short_model_id(agent))}+{safe_label(short_model_id(memory))}",
     ]
 
 
@@ -93,8 +106,8 @@ def mechanisms(preset: str, args: argparse.Namespace) -> int:
     The smoke preset runs in the scripted mock world (seconds per run), not with a model."""
     suffix = "_smoke" if preset == "smoke" else ""
     code = 0
+    extra = [] if preset == "smoke" else overrides_from_args(args)
     for test in ("rq2_scope", "rq3_drift", "rq4_triage"):
-        extra = [] if preset == "smoke" else model_overrides(args)
         cmd = [
             sys.executable,
             "-m",

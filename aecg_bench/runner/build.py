@@ -20,6 +20,7 @@ from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
+from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
 from aecg_bench.runner.identity import results_dir, scrub, stable_hash
@@ -161,7 +162,7 @@ def make_header(
     }
     identity["hash"] = stable_hash(identity)
     return {
-        "schema": 1,
+        "schema": SCHEMA_VERSION,
         "status": "running",
         "labels": {
             "experiment": cfg.experiment_name,

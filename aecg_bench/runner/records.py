@@ -1,4 +1,4 @@
-"""The files a run writes, and how a resumed run reads them back.
+"""The files a run writes, and how a resumed run reads them back (names and reader: results_format).
 
     run.json            header: identity, resolved config (scrubbed), versions, data
                         hashes, protocol; final status, counts, usage, cost
@@ -27,10 +27,10 @@ from typing import Any
 
 from aecg_bench.errors import ConfigError
 from aecg_bench.jsonl import append_jsonl, read_jsonl, repair, write_json_atomic
+from aecg_bench.results_format import RUN_JSON, SAMPLES, latest_by_position
 from aecg_bench.types import Status
 
-RUN_JSON = "run.json"
-SAMPLES = "samples.jsonl"
+__all__ = ["RUN_JSON", "SAMPLES", "RunDir", "Snapshot", "done_positions", "latest_by_position"]
 
 
 @dataclass(frozen=True)
@@ -147,16 +147,6 @@ class RunDir:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 best = Snapshot(data["records_seq"], data["audit_seq"], data["state"], path)
         return best
-
-
-def latest_by_position(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """The last attempt's record for every stream position."""
-    out: dict[int, dict[str, Any]] = {}
-    for rec in records:
-        pos = rec["position"]
-        if pos not in out or rec["attempt"] >= out[pos]["attempt"]:
-            out[pos] = rec
-    return out
 
 
 def done_positions(records: list[dict[str, Any]]) -> set[int]:
