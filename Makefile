@@ -56,5 +56,6 @@ reproduce-table1:
 reproduce-table2:
 	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
 
+# Everything under results/ except the paper's numbers (results/reference/) and results/README.md.
 clean-results:
-	rm -rf results/*/ results/.cache results/.sweeps
+	find results -mindepth 1 -maxdepth 1 ! -name reference ! -name README.md -exec rm -rf {} +

@@ -1,0 +1,119 @@
+"""How a run process starts and ends: signals, its sweep parent, and the sweep's outcome list.
+
+- SIGTERM becomes `Terminated` (a KeyboardInterrupt), so a stopped run is
+  recorded as `interrupted`, releases its lock and exits, like Ctrl-C.
+- A sweep (Hydra multirun) parent names a file in `AECG_SWEEP_OUTCOMES` and
+  its pid in `AECG_SWEEP_PARENT`; each run appends one JSON line with its
+  outcome, and the parent prints the list at the end. A worker whose parent
+  died (kill -9 of the sweep) stops its run instead of running on unseen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+OUTCOMES_ENV = "AECG_SWEEP_OUTCOMES"
+PARENT_ENV = "AECG_SWEEP_PARENT"
+OK_STATUSES = ("complete", "incomplete")  # incomplete = recorded infra errors, redone by a rerun
+PARENT_POLL_S = 1.0
+EXIT_GRACE_S = 60.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: stop the run the way Ctrl-C does."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+def install_sigterm() -> None:
+    """SIGTERM -> Terminated; only the main thread may install handlers (a no-op elsewhere)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def start_sweep(outcomes_dir: Path | None = None) -> Path:
+    """Called by the process that launches Hydra: where the runs report their outcomes."""
+    fd, name = tempfile.mkstemp(prefix="aecg-sweep-", suffix=".jsonl", dir=outcomes_dir)
+    os.close(fd)
+    os.environ[OUTCOMES_ENV] = name
+    os.environ[PARENT_ENV] = str(os.getpid())
+    return Path(name)
+
+
+def record_outcome(run_dir: str, status: str, detail: str = "") -> None:
+    """Append this run's outcome for the sweep parent (one short O_APPEND write: atomic)."""
+    path = os.environ.get(OUTCOMES_ENV)
+    if not path:
+        return
+    line = json.dumps({"run": run_dir, "status": status, "detail": detail}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def read_outcomes(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def summarise_sweep(outcomes: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """Lines to print and the sweep's exit code (2 if any run failed, was refused or stopped)."""
+    counts = Counter(o["status"] for o in outcomes)
+    head = f"sweep: {len(outcomes)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    lines = [head]
+    for o in outcomes:
+        if o["status"] not in OK_STATUSES:
+            lines.append(f"  {o['status']}: {o['run']}: {o['detail']}")
+    bad = any(o["status"] not in OK_STATUSES for o in outcomes)
+    return lines, 2 if bad else 0
+
+
+def watch_parent() -> None:
+    """In a sweep worker: when the sweep parent dies, SIGTERM ourselves (the run is recorded as
+    interrupted and its lock released); if that does not end the process, exit hard."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent or int(parent) == os.getpid() or getattr(watch_parent, "started", False):
+        return
+    parent_pid = int(parent)
+    direct_child = os.getppid() == parent_pid
+    watch_parent.started = True  # type: ignore[attr-defined]
+
+    def alive() -> bool:
+        if direct_child:
+            return os.getppid() == parent_pid  # reparented once the parent is gone
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def loop() -> None:
+        while alive():
+            time.sleep(PARENT_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(EXIT_GRACE_S)
+        os._exit(143)
+
+    threading.Thread(target=loop, name="aecg-parent-watch", daemon=True).start()
