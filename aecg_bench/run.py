@@ -217,6 +217,8 @@ def _hydra_entry() -> None:
             print(
                 "interrupted: the run is recorded as 'interrupted'; rerun the same command to resume", file=sys.stderr
             )
+            if in_sweep and lifecycle.in_worker():
+                lifecycle.exit_worker(130)
             sys.exit(130)
 
     _main()

@@ -293,6 +293,76 @@ def test_sigterm_marks_the_run_interrupted_and_a_rerun_resumes_it(tmp_path):
     assert sorted(r["position"] for r in rd.records()) == list(range(30))
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow  # a joblib sweep, killed, then resumed
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sweep_workers_die_with_their_parent_and_the_rerun_resumes(tmp_path):
+    import signal
+    import time
+
+    root = tmp_path / "results"
+    args = [
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        f"runtime.results_root={root}",
+        *RUN,
+        "benchmark.params.size=150",
+        "+model.models.mock.options.delay_s=0.02",
+        "seed=0,1",
+    ]
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "aecg_bench.run", *args, "runtime.progress=false"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    samples = [_rd(root).samples_file, RunDir(_rd(root).path.with_name("seed=1")).samples_file]
+    deadline = time.time() + 240
+    while time.time() < deadline and not all(p.exists() and p.read_bytes().count(b"\n") >= 2 for p in samples):
+        assert parent.poll() is None, "the sweep ended early"
+        time.sleep(0.05)
+    workers = _children(parent.pid)
+    try:
+        assert workers, "the sweep started worker processes"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.time() + 120
+        while time.time() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "workers die with their parent"
+    finally:
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+    statuses = sorted(json.loads(p.with_name("run.json").read_text())["status"] for p in samples)
+    assert statuses == ["interrupted", "interrupted"]
+    again = _cli(*[a for a in args if a != "benchmark.params.size=150"], "benchmark.params.size=150")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("found it interrupted") == 2 and "sweep: 2 runs: 2 complete" in again.stdout
+
+
 def test_a_worker_stops_its_run_when_the_sweep_parent_is_gone(monkeypatch):
     """The watcher sends SIGTERM to its own process once the parent pid is no longer its parent."""
     import signal

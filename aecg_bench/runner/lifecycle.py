@@ -25,7 +25,7 @@ OUTCOMES_ENV = "AECG_SWEEP_OUTCOMES"
 PARENT_ENV = "AECG_SWEEP_PARENT"
 OK_STATUSES = ("complete", "incomplete")  # incomplete = recorded infra errors, redone by a rerun
 PARENT_POLL_S = 1.0
-EXIT_GRACE_S = 60.0
+EXIT_GRACE_S = 30.0
 
 
 class Terminated(KeyboardInterrupt):
@@ -86,6 +86,24 @@ def summarise_sweep(outcomes: list[dict[str, Any]]) -> tuple[list[str], int]:
             lines.append(f"  {o['status']}: {o['run']}: {o['detail']}")
     bad = any(o["status"] not in OK_STATUSES for o in outcomes)
     return lines, 2 if bad else 0
+
+
+def in_worker() -> bool:
+    """True in a sweep worker process (not the process that launched the sweep)."""
+    parent = os.environ.get(PARENT_ENV)
+    return bool(parent) and int(parent) != os.getpid()
+
+
+def exit_worker(code: int) -> None:
+    """End a sweep worker now: its run is recorded and unlocked, and a pool worker would
+    otherwise wait for the next job of a sweep whose parent may be gone."""
+    import contextlib
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def watch_parent() -> None:
