@@ -160,13 +160,14 @@ class RunDir:
         except BadLine as exc:
             raise RunStateError(
                 f"{self.samples_file}: line {exc.line} is damaged (not a JSON record); restore the file from a "
-                f"backup, or delete that line to rerun its sample"
+                "backup, or delete that line and memory/snapshot-*.json to rerun its sample (memory is rebuilt "
+                "by replay)"
             ) from None
         for i, rec in enumerate(records):
             if not all(k in rec for k in ("position", "attempt", "status")):
                 raise RunStateError(
                     f"{self.samples_file}: record {i + 1} lacks position/attempt/status; restore the file "
-                    "from a backup, or delete that line to rerun its sample"
+                    "from a backup, or delete that line and memory/snapshot-*.json to rerun its sample"
                 )
         return records
 
