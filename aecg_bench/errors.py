@@ -44,7 +44,9 @@ class RunRefused(ConfigError):
     nothing of the run is touched."""
 
 
-DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+# A full or read-only disk: every later write fails too. (EACCES is not here: a sandboxed
+# program or a benchmark may meet it on its own business.)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 def one_line(text: object, limit: int = 500) -> str:
@@ -61,7 +63,7 @@ def io_error(exc: OSError) -> RunStateError:
     elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         advice = "make it writable or set runtime.results_root to a writable directory, then rerun"
     else:
-        advice = "fix the file system problem, then rerun the same command to resume"
+        return RunStateError(f"{where}: {exc.strerror or exc}; fix it, then rerun the same command to resume")
     return RunStateError(f"cannot write {where}: {exc.strerror or exc}; {advice}")
 
 

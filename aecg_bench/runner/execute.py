@@ -8,7 +8,6 @@ config errors), which stop the run.
 
 from __future__ import annotations
 
-import errno
 import random
 import time
 import traceback
@@ -274,8 +273,8 @@ def is_fatal(exc: Exception) -> bool:
     from aecg_bench.errors import DISK_ERRNOS, CacheMissError, ConfigError, DataError, RunStateError
     from aecg_bench.llm.providers import FatalProviderError
 
-    if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS and exc.errno not in (errno.EACCES, errno.EPERM):
-        return True  # a full or read-only disk (EACCES may be a sandboxed program's own business)
+    if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+        return True
     return isinstance(exc, CacheMissError | ConfigError | DataError | FatalProviderError | RunStateError)
 
 

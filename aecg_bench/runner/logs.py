@@ -8,7 +8,6 @@ into run.log, or into anything that captures the console.
 
 from __future__ import annotations
 
-import io
 import logging
 import sys
 from pathlib import Path
@@ -43,9 +42,10 @@ class _QuietFileHandler(logging.FileHandler):
             print(f"warning: cannot write {self.baseFilename}: {exc}; logging to it stops", file=sys.stderr)
 
 
-class RedactingStream(io.TextIOBase):
+class RedactingStream:
     """A text stream that redacts whole lines before passing them on (a secret split across
-    two writes of one line is still caught; partial lines are held until newline or flush)."""
+    two writes of one line is still caught; partial lines are held until newline or flush).
+    Everything else (fileno, isatty, encoding, buffer) is the wrapped stream's."""
 
     def __init__(self, inner: TextIO, redact: Redactor) -> None:
         self.inner = inner
