@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -106,19 +107,34 @@ def exit_worker(code: int) -> None:
     os._exit(code)
 
 
-def watch_parent() -> None:
+def _stop_self() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(EXIT_GRACE_S)
+    os._exit(143)
+
+
+_watching = False
+
+
+def watch_parent(
+    *,
+    poll_s: float = PARENT_POLL_S,
+    getppid: Callable[[], int] = os.getppid,
+    on_gone: Callable[[], None] = _stop_self,
+) -> threading.Thread | None:
     """In a sweep worker: when the sweep parent dies, SIGTERM ourselves (the run is recorded as
-    interrupted and its lock released); if that does not end the process, exit hard."""
+    interrupted and its lock released); if that does not end the process, exit hard. Returns the
+    watching thread (None outside a worker, or if one is already watching)."""
+    global _watching
     parent = os.environ.get(PARENT_ENV)
-    if not parent or int(parent) == os.getpid() or getattr(watch_parent, "started", False):
-        return
+    if not parent or int(parent) == os.getpid() or (_watching and on_gone is _stop_self):
+        return None
     parent_pid = int(parent)
-    direct_child = os.getppid() == parent_pid
-    watch_parent.started = True  # type: ignore[attr-defined]
+    direct_child = getppid() == parent_pid
 
     def alive() -> bool:
         if direct_child:
-            return os.getppid() == parent_pid  # reparented once the parent is gone
+            return getppid() == parent_pid  # reparented once the parent is gone
         try:
             os.kill(parent_pid, 0)
         except ProcessLookupError:
@@ -129,9 +145,11 @@ def watch_parent() -> None:
 
     def loop() -> None:
         while alive():
-            time.sleep(PARENT_POLL_S)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(EXIT_GRACE_S)
-        os._exit(143)
+            time.sleep(poll_s)
+        on_gone()
 
-    threading.Thread(target=loop, name="aecg-parent-watch", daemon=True).start()
+    if on_gone is _stop_self:
+        _watching = True
+    thread = threading.Thread(target=loop, name="aecg-parent-watch", daemon=True)
+    thread.start()
+    return thread
