@@ -56,6 +56,7 @@ def resolve(cfg: Any) -> dict[str, Any]:
         raw = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = re.sub(r"^\w+ raised while resolving interpolation: ", "", first).strip("\"'")
         key = getattr(exc, "full_key", None)
         where = f" (config key {key!r})" if key else ""
         hint = "; set it, or give the interpolation a default: ${oc.env:NAME,default}" if "nvironment" in first else ""
