@@ -584,6 +584,15 @@ def test_a_full_disk_mid_run_fails_in_one_line_and_still_records_the_status(make
     assert not (rd.path / ".reserve").exists(), "the reserve lives only while the run does"
 
 
+def test_a_full_disk_inside_a_sample_stops_the_run_instead_of_failing_every_sample():
+    from aecg_bench.runner.execute import is_fatal
+
+    assert is_fatal(OSError(errno.ENOSPC, "No space left on device"))
+    assert is_fatal(OSError(errno.EROFS, "Read-only file system"))
+    assert not is_fatal(OSError(errno.EACCES, "Permission denied")), "a program's own business"
+    assert not is_fatal(ValueError("a sample's own bug"))
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_really_full_disk_still_records_the_final_status(make_config, tmp_path):
     mnt = tmp_path / "small"
