@@ -29,6 +29,7 @@ from aecg_bench.runner.records import RunDir
 from aecg_bench.testing.fake_server import FakeOpenAIServer
 
 SECRET = "sk-fault-SUITE-must-never-leak-0123456789"
+CLI_BASE = ["runtime.progress=false", "runtime.log_level=WARNING", "embedder.backend=lexical"]
 RUN = ["benchmark=toy", "benchmark.params.size=8", "memory=recorder", "protocol.snapshot_every=3"]
 
 
@@ -53,8 +54,7 @@ def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.
             "-m",
             "aecg_bench.run",
             *flags,
-            "runtime.progress=false",
-            "runtime.log_level=WARNING",
+            *CLI_BASE,
             *overrides,
         ],
         cwd=REPO,
@@ -265,7 +265,7 @@ def test_sigterm_marks_the_run_interrupted_and_a_rerun_resumes_it(tmp_path):
     root = tmp_path / "results"
     args = [f"runtime.results_root={root}", *RUN, "benchmark.params.size=30", "+model.models.mock.options.delay_s=0.05"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aecg_bench.run", "runtime.progress=false", "runtime.log_level=WARNING", *args],
+        [sys.executable, "-m", "aecg_bench.run", *CLI_BASE, *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE,
@@ -329,7 +329,7 @@ def test_sweep_workers_die_with_their_parent_and_the_rerun_resumes(tmp_path):
         "seed=0,1",
     ]
     parent = subprocess.Popen(
-        [sys.executable, "-m", "aecg_bench.run", *args, "runtime.progress=false"],
+        [sys.executable, "-m", "aecg_bench.run", *args, *CLI_BASE],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.DEVNULL,
