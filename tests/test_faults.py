@@ -380,6 +380,23 @@ def test_a_worker_stops_its_run_when_the_sweep_parent_is_gone(monkeypatch):
     assert lifecycle.watch_parent(on_gone=gone.set) is None, "the sweep's own process watches nobody"
 
 
+def test_outcome_files_of_killed_launchers_are_cleaned_up_and_never_recreated(tmp_path, monkeypatch):
+    from aecg_bench.runner import lifecycle
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"aecg-sweep-{int(dead.stdout)}-abc.jsonl"  # a launcher that was kill -9ed
+    stale.write_text("")
+    monkeypatch.delenv(lifecycle.OUTCOMES_ENV, raising=False)  # start_sweep sets both: undone after the test
+    monkeypatch.delenv(lifecycle.PARENT_ENV, raising=False)
+    mine = lifecycle.start_sweep(tmp_path)
+    assert not stale.exists() and mine.exists()
+    lifecycle.record_outcome("r1", "complete")
+    assert lifecycle.read_outcomes(mine) == [{"run": "r1", "status": "complete", "detail": ""}]
+    mine.unlink()  # the launcher is gone: a late worker must not leave a file behind
+    lifecycle.record_outcome("r2", "interrupted")
+    assert not mine.exists()
+
+
 def test_the_sweep_summary_exits_2_when_any_run_did_not_finish():
     from aecg_bench.runner.lifecycle import summarise_sweep
 

@@ -43,9 +43,25 @@ def install_sigterm() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def start_sweep(outcomes_dir: Path | None = None) -> Path:
-    """Called by the process that launches Hydra: where the runs report their outcomes."""
-    fd, name = tempfile.mkstemp(prefix="aecg-sweep-", suffix=".jsonl", dir=outcomes_dir)
+    """Called by the process that launches Hydra: where the runs report their outcomes. Files
+    left by launchers that were killed (kill -9 cannot clean up) are removed here."""
+    where = Path(outcomes_dir or tempfile.gettempdir())
+    for stale in where.glob("aecg-sweep-*-*.jsonl"):
+        owner = stale.name.split("-")[2]
+        if owner.isdigit() and not _pid_alive(int(owner)):
+            stale.unlink(missing_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f"aecg-sweep-{os.getpid()}-", suffix=".jsonl", dir=where)
     os.close(fd)
     os.environ[OUTCOMES_ENV] = name
     os.environ[PARENT_ENV] = str(os.getpid())
@@ -53,12 +69,16 @@ def start_sweep(outcomes_dir: Path | None = None) -> Path:
 
 
 def record_outcome(run_dir: str, status: str, detail: str = "") -> None:
-    """Append this run's outcome for the sweep parent (one short O_APPEND write: atomic)."""
+    """Append this run's outcome for the sweep parent (one short O_APPEND write: atomic). If the
+    parent is gone, so is its file, and there is no one to tell."""
     path = os.environ.get(OUTCOMES_ENV)
     if not path:
         return
     line = json.dumps({"run": run_dir, "status": status, "detail": detail}) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        return
     try:
         os.write(fd, line.encode("utf-8"))
     finally:
@@ -135,13 +155,7 @@ def watch_parent(
     def alive() -> bool:
         if direct_child:
             return getppid() == parent_pid  # reparented once the parent is gone
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return _pid_alive(parent_pid)
 
     def loop() -> None:
         while alive():
