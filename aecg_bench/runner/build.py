@@ -82,7 +82,11 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
 
 def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
-    cache = ResponseCache(cache_path if cfg.runtime.cache.mode != "off" else None, cfg.runtime.cache.mode)
+    cache = ResponseCache(
+        cache_path if cfg.runtime.cache.mode != "off" else None,
+        cfg.runtime.cache.mode,
+        lock_timeout_s=cfg.runtime.cache.lock_timeout_s,
+    )
     return LLMClient(cfg.model.specs(), dict(cfg.model.roles), cache, cfg.runtime.retry)
 
 

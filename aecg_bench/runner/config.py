@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
@@ -79,6 +79,7 @@ class EmbedderConfig(_Strict):
 class CacheConfig(_Strict):
     mode: Literal["off", "read_write", "read_only"] = "read_write"
     path: str | None = None
+    lock_timeout_s: float = Field(10.0, gt=0)  # wait for another writer's lock, then skip storing
 
 
 class WandbConfig(_Strict):
@@ -105,7 +106,7 @@ class RuntimeConfig(_Strict):
 
 class RunConfig(_Strict):
     experiment_name: str = "default"
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     framework: ComponentConfig
     benchmark: ComponentConfig
     memory: ComponentConfig
@@ -113,12 +114,6 @@ class RunConfig(_Strict):
     protocol: ProtocolConfig = ProtocolConfig()
     embedder: EmbedderConfig = EmbedderConfig()
     runtime: RuntimeConfig = RuntimeConfig()
-
-    @model_validator(mode="after")
-    def _seed_non_negative(self) -> RunConfig:
-        if self.seed < 0:
-            raise ValueError("seed must be >= 0")
-        return self
 
     def identity_config(self) -> dict[str, Any]:
         """The parts of the config that define what is measured: not `runtime`, and not how a
