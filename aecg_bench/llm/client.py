@@ -145,6 +145,10 @@ class LLMClient:
         view.usage_role = self.usage_role if usage_role is None else usage_role
         return view
 
+    def seed_support(self) -> dict[str, bool]:
+        """Per model label: whether the provider passes the request's `seed` to its sampler."""
+        return {label: self._shared.providers[s.provider].supports_seed(s) for label, s in self.models.items()}
+
     @property
     def cache(self) -> ResponseCache:
         return self._shared.cache

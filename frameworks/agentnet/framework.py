@@ -145,6 +145,9 @@ class AgentNetFramework(Framework):
 
     # -- one task --------------------------------------------------------------
 
+    def randomness(self) -> list[str]:
+        return ["entry agent among the agents tied for the best ability"]
+
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         """The relay (AgentNet experiment.py `solve_a_single_task`): the holder's router forwards,
         executes or splits; after a split part its router names the next agent or declares completion."""
