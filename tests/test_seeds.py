@@ -123,3 +123,13 @@ def test_crash_then_resume_with_shuffled_order_is_exact(make_config, monkeypatch
     assert final_state(resumed) == final_state(clean)
     assert resumed["eval"] == clean["eval"]
     assert resumed["seed_effects"]["framework_randomness"], "AgentNet's tie-break is recorded"
+
+
+def test_framework_randomness_names_what_the_sample_rng_decides():
+    from frameworks.agentnet import AgentNetFramework
+    from frameworks.autogen import AutoGenFramework
+    from frameworks.macnet import MacNetFramework
+
+    assert MacNetFramework().randomness() == ["the random graph's edges"]  # the default topology is random
+    assert MacNetFramework({"topology": "layered"}).randomness() == []
+    assert AgentNetFramework().randomness() and AutoGenFramework().randomness() == []

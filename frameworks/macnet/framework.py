@@ -103,7 +103,7 @@ class MacNetFramework(Framework):
     Params = MacNetParams
 
     def randomness(self) -> list[str]:
-        return ["the random graph's edges"] if self.p.topology == "random" else []
+        return ["the random graph's edges"] if self.params.topology == "random" else []
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         p = self.params
