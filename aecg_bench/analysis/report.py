@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from aecg_bench.analysis.load import load
-from aecg_bench.analysis.paper import build_table, cost_table, load_reference
+from aecg_bench.analysis.paper import build_table, cost_table, load_reference, task_set_notes
 from aecg_bench.analysis.plots import score_heatmap
 from aecg_bench.analysis.tables import flat_columns, write_table
 
@@ -22,7 +22,8 @@ def render_paper_table(
     if df.empty:
         raise SystemExit(f"no results under {results_dir}: run the sweep first")
     table = build_table(df, load_reference(reference))
-    paths = write_table(table.display, out_dir, stem, caption=caption)
+    notes = task_set_notes(df)
+    paths = write_table(table.display, out_dir, stem, caption=" ".join([caption + ".", *notes]) if notes else caption)
     vs = table.comparison.copy()
     for col in ("mean", "std", "paper", "diff"):
         vs[col] = vs[col].round(2)
@@ -46,13 +47,15 @@ def render_paper_table(
     if figure:
         for p in score_heatmap(table.summary, out_dir / f"{stem}_heatmap"):
             paths[p.suffix.lstrip(".")] = p
-    _print(table.display, vs, cost, caption)
+    _print(table.display, vs, cost, caption, notes)
     return paths
 
 
-def _print(display: pd.DataFrame, vs: pd.DataFrame, cost: pd.DataFrame, caption: str) -> None:
+def _print(display: pd.DataFrame, vs: pd.DataFrame, cost: pd.DataFrame, caption: str, notes: list[str]) -> None:
     print(f"\n{caption} (ours; mean ± std over seeds; † = incomplete cell)\n")
     print(flat_columns(display).to_markdown(disable_numparse=True))
+    if notes:
+        print("\nTask sets:\n" + "\n".join(f"- {n}" for n in notes))
     with_paper = vs.dropna(subset=["paper"])
     print("\nOurs vs the paper (cells the paper text reports):\n")
     print(with_paper.to_markdown(index=False) if not with_paper.empty else "(no overlapping cells)")
