@@ -3,6 +3,7 @@ and a toy stream whose outcomes shift so that governance has something to find."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from conftest import mock_client
@@ -49,10 +50,29 @@ def episode(
     return Episode(task=task, trajectory=traj, outcome=Outcome(success=success, value=1.0 if success else 0.0))
 
 
+_FIRST_STEP = re.compile(r"Procedure: 1\) (.*?)(?= \d\) | Avoid: |$)", re.M)
+
+
+def hand_agent(request: Request, spec: ModelSpec) -> str:
+    """The hand-built world's agent, for decisions the replay gate re-executes: it does the first
+    step of the skill it is shown, except on a long list, where a skill that says to check the goal
+    makes it check first (the repair's effect); with no skill it looks around."""
+    system = str(request.messages[0].get("content") or "")
+    step = _FIRST_STEP.search(system)
+    if step is None:
+        return "look around"
+    if "long" in last_text(request) and "check that the goal is reached" in system:
+        return "check the goal first"
+    return step[1]
+
+
+register_mock_policy("hand_agent", hand_agent)
+
+
 def make_memory(
     params: dict[str, Any] | None = None, llm: LLMClient | None = None, audit: AuditLog | None = None, **options: Any
 ) -> AECGMemory:
-    client = llm or mock_client(policy=options.pop("policy", "aecg_oracle"), agent_policy="script", **options)
+    client = llm or mock_client(policy=options.pop("policy", "aecg_oracle"), agent_policy="hand_agent", **options)
     services = MemoryServices(llm=client, embedder=Embedder("lexical"), audit=audit or AuditLog(), seed=0)
     return AECGMemory(params or {}, services=services)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aecg_bench.aecg import llm_json
 from aecg_bench.aecg.admission import decide, family_credit, parse_judgement, success_confidence
@@ -11,7 +13,7 @@ from aecg_bench.aecg.intervention import NARROWING, NO_CHANGE, REPAIR, hardcoded
 from aecg_bench.aecg.objects import Fixture, Judgement, SkillContent
 from aecg_bench.aecg.params import ReplayParams
 from aecg_bench.aecg.predicate import Predicate, clean_terms, normalised
-from aecg_bench.aecg.replay import ACTIVATE, ISOLATE, MONITOR, FixtureResult, gate, narrowing_results, simulated_result
+from aecg_bench.aecg.replay import ACTIVATE, ISOLATE, MONITOR, FixtureResult, gate, replay_fixture, split
 from aecg_bench.types import Outcome
 
 # -- robust JSON -----------------------------------------------------------------
@@ -174,22 +176,70 @@ def test_skill_abstraction_needs_applicability_and_a_procedure():
 # -- replay gate ------------------------------------------------------------------------
 
 
-def test_narrowing_replay_is_exact_on_the_predicate():
-    cand = content(predicate=Predicate(none_of=["left"]))
-    results = narrowing_results(cand, [fixture("f1", "left", False)], [fixture("s1", "right", True)])
-    assert [(r.kind, r.parent_pass, r.candidate_pass) for r in results] == [
-        ("failure", False, True),
-        ("success", True, True),
+def scripted_agent(calls: list[list[dict[str, str]]]):
+    """An agent that stops when the skill it is shown says to stop, and otherwise walks right."""
+
+    def execute(messages: list[dict[str, str]]) -> str:
+        calls.append(messages)
+        return "Stop" if "stop on the target" in messages[0]["content"] else "move right"
+
+    return execute
+
+
+def test_replay_re_executes_the_recorded_decision_with_parent_and_candidate_and_scores_against_the_record():
+    calls: list = []
+    repaired = content(procedure=["move toward the target", "check the goal first"])
+    bad, good = fixture("f1", "right", False), fixture("s1", "right", True)  # both recorded "stop"
+    fail = replay_fixture(bad, "failure", content(), repaired, "agent", scripted_agent(calls))
+    keep = replay_fixture(good, "success", content(), repaired, "agent", scripted_agent(calls))
+    # parent reproduces the implicated "stop"; the candidate departs from it: mitigated
+    assert (fail.parent_pass, fail.candidate_pass) == (False, True)
+    # on the supported success the candidate no longer does what worked: a regression
+    assert (keep.parent_pass, keep.candidate_pass) == (True, False)
+    assert gate([fail, keep], ReplayParams()).decision == ISOLATE
+    # paired: the same recorded context and task in both prompts; only the skill differs
+    (p_sys, p_user), (c_sys, c_user) = ([m["content"] for m in c] for c in calls[:2])
+    assert p_user == c_user and "You are at cell 3." in p_user and "Walk to the target cell." in p_sys
+    assert "- [skill] Skill 'walk'" in p_sys and "stop on the target" in p_sys and "check the goal first" in c_sys
+
+
+def test_a_narrowed_candidate_is_replayed_without_the_skill_where_its_predicate_excludes_the_context():
+    calls: list = []
+    narrowed = content(predicate=Predicate(none_of=["left"]))
+    fail = replay_fixture(fixture("f1", "left", False), "failure", content(), narrowed, "agent", scripted_agent(calls))
+    keep = replay_fixture(fixture("s1", "right", True), "success", content(), narrowed, "agent", scripted_agent(calls))
+    assert "[skill]" not in calls[1][0]["content"] and "[skill]" in calls[3][0]["content"]
+    assert gate([fail, keep], ReplayParams()).decision == ACTIVATE
+    over = content(predicate=Predicate(none_of=["walk"]))  # excludes the supported success too
+    results = [
+        replay_fixture(fixture("f1", "left", False), "failure", content(), over, "agent", scripted_agent([])),
+        replay_fixture(fixture("s1", "right", True), "success", content(), over, "agent", scripted_agent([])),
     ]
-    assert gate(results, ReplayParams()).decision == ACTIVATE
-    over = narrowing_results(
-        content(predicate=Predicate(none_of=["walk"])), [fixture("f1", "left", False)], [fixture("s1", "right", True)]
-    )
-    assert gate(over, ReplayParams()).decision == ISOLATE  # excludes the supported success too
+    assert gate(results, ReplayParams()).decision == ISOLATE
+
+
+def test_an_empty_replayed_decision_never_counts_for_the_candidate():
+    res = replay_fixture(fixture("f", "x", False), "failure", content(), content(name="w2"), "agent", lambda m: "")
+    assert not res.candidate_pass and not res.parent_pass
+    ok = replay_fixture(fixture("s", "x", True), "success", content(), content(name="w2"), "agent", lambda m: " ")
+    assert ok.parent_pass and not ok.candidate_pass
+
+
+@given(st.lists(st.integers(0, 10**6), unique=True, max_size=40), st.floats(0.05, 0.95), st.integers(0, 99))
+def test_the_held_out_split_is_disjoint_complete_and_fixed_per_fixture(numbers, fraction, seed):
+    fixtures = [fixture(f"t{n}", "right", False) for n in numbers]
+    shown, held = split(fixtures, "failure", f"{seed}:s1", fraction)
+    assert {f.task_id for f in shown}.isdisjoint(f.task_id for f in held)
+    assert len(shown) + len(held) == len(fixtures)
+    # a fixture's side does not depend on which other fixtures exist (a monitored candidate's
+    # later replay never reaches a fixture its reviser saw)
+    for f in fixtures:
+        alone_shown, _ = split([f], "failure", f"{seed}:s1", fraction)
+        assert (f in shown) == bool(alone_shown)
 
 
 def r(kind: str, parent: bool, cand: bool) -> FixtureResult:
-    return FixtureResult("t", kind, parent, cand, "simulated")
+    return FixtureResult("t", kind, parent, cand, "replayed")
 
 
 @pytest.mark.parametrize(
@@ -208,13 +258,6 @@ def r(kind: str, parent: bool, cand: bool) -> FixtureResult:
 )
 def test_replay_gate_decisions(results, decision):
     assert gate(results, ReplayParams()).decision == decision
-
-
-def test_an_unreadable_replay_verdict_never_counts_for_the_candidate():
-    res = simulated_result("maybe?", fixture("f", "x", False), "failure")
-    assert res.how == "unreadable" and not res.candidate_pass and not res.parent_pass
-    ok = simulated_result('{"parent": "FAIL", "candidate": "pass"}', fixture("f", "x", False), "failure")
-    assert ok.candidate_pass and not ok.parent_pass
 
 
 def test_judgement_dataclass_round_trips():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,67 @@ def test_rq4_exposure_aware_review_covers_more_polluted_exposure_than_random(tmp
     assert covered["exposure_aware"] > covered["random"]
     assert failed["exposure_aware"] < failed["random"]
     assert max(m[("qualified_in_first_two_rounds_min", "exposure_aware")]) >= 2  # more candidates than budget
+
+
+# -- the replay gate ---------------------------------------------------------------------------
+
+
+def _misleads(content: dict[str, Any]) -> bool:
+    """Scripted-world truth: a skill for walks of type d whose procedure names the opposite move and
+    not d's makes the skill-following agent walk the wrong way."""
+    kind = re.search(r"type (\w+)", content["applicability"])
+    if kind is None or kind[1] not in ("left", "right"):
+        return False
+    steps = {step.strip().lower() for step in content["procedure"]}
+    other = "left" if kind[1] == "right" else "right"
+    return f"move {other}" in steps and f"move {kind[1]}" not in steps
+
+
+def _failed_tasks_with_a_misleading_skill(start: Path, run_dir: Path) -> int:
+    contents = {s["id"]: s["content"] for s in json.loads(start.read_text())["memory"]["store"]["skills"]}
+    failed = 0
+    for e in read_jsonl(run_dir / "memory" / "audit.jsonl"):
+        if e["event"] == "intervention" and e.get("content"):
+            contents[e["candidate"]] = e["content"]
+        if e["event"] == "observe" and not e["success"]:
+            failed += any(
+                u["level"] == "agent" and _misleads(contents[u["id"]]) for u in e["used"] if u["id"] in contents
+            )
+    return failed
+
+
+@pytest.mark.slow
+def test_the_replay_gate_keeps_a_harmful_revision_out_and_admitting_every_candidate_lets_it_mislead(tmp_path):
+    """A reviser that reverses every move of a skill (model option repair=reverse) proposes revisions
+    that make the scripted agents walk the wrong way. Replay re-executes held-out recorded decisions
+    through the agent model with parent and candidate: the candidate no longer does what worked, so
+    the gate isolates it. Without the gate (every candidate admitted) the revisions go live and tasks
+    fail with them. Reviews are made frequent (any degradation qualifies, three per round) so that
+    healthy skills are revised at all."""
+    m = run(
+        tmp_path,
+        "aecg_rq2_scope_smoke",
+        "benchmark.params.size=120",
+        "mechanism.seeds=[0]",
+        "+model.models.mock.options.repair=reverse",
+        "memory.params.drift.min_drift=0.0",
+        "memory.params.drift.gate_confidence=0.5",
+        "memory.params.triage.budget=3",
+        "~mechanism.variants",
+        "+mechanism.variants={replay_gate:{},no_replay_gate:{replay:{enabled:false}}}",
+    )
+    start = tmp_path / "aecg_rq2_scope-smoke" / "start" / "seed=0" / "state.json"
+    misled = {
+        v: _failed_tasks_with_a_misleading_skill(start, variant_dir(tmp_path, "aecg_rq2_scope-smoke", v))
+        for v in ("replay_gate", "no_replay_gate")
+    }
+    print("failed tasks that used a misleading revision:", misled)
+    assert misled["replay_gate"] == 0 and misled["no_replay_gate"] > 0
+    assert m[("success", "replay_gate")][0] > m[("success", "no_replay_gate")][0]
+    gated = read_jsonl(variant_dir(tmp_path, "aecg_rq2_scope-smoke", "replay_gate") / "memory" / "audit.jsonl")
+    replays = [e for e in gated if e["event"] == "replay"]
+    assert any(e["gate"]["decision"] == "isolate" and "regresses" in e["gate"]["reason"] for e in replays)
+    assert all(r["how"] == "replayed" for e in replays for r in e["results"])
 
 
 def test_exposure_ranks_a_widely_propagating_team_skill_above_a_more_degraded_agent_skill():

@@ -167,10 +167,11 @@ def test_an_equivalent_skill_is_linked_without_moving_evidence():
 
 
 def degrade(mem, sid: str, good: int = 8, bad: int = 6, **kw) -> None:
+    """Successes on short lists, then failures on long lists (or where `kw` says)."""
     for i in range(good):
         use(mem, sid, f"good{i}", True)
     for i in range(bad):
-        use(mem, sid, f"bad{i}", False, **kw)
+        use(mem, sid, f"bad{i}", False, **{"observation": "The list is long and unsorted.", **kw})
 
 
 def test_a_degraded_skill_is_reviewed_repaired_replayed_and_activated():
@@ -198,14 +199,18 @@ def test_budget_and_cooldown_bound_reviews():
 
 
 def test_a_candidate_that_fails_replay_is_isolated_and_the_parent_stays_active():
+    from aecg_bench.aecg import prompts
     from aecg_bench.aecg.mock_policy import mock_policy
 
-    def stubborn(request, spec):
-        out = mock_policy(request, spec)
-        return out.replace('"candidate": "pass"', '"candidate": "fail"') if isinstance(out, str) else out
+    def useless_repair(request, spec):
+        """Repair that only adds an avoidance rule: replayed on the long lists it still splits."""
+        if prompts.kind_of(request.messages) == prompts.PROCEDURAL_REPAIR:
+            skill = prompts.payload_of(request.messages)["skill"]
+            return json.dumps({"procedure": skill["procedure"], "avoidance": [*skill["avoidance"], "be careful"]})
+        return mock_policy(request, spec)
 
-    register_mock_policy("aecg_stubborn", stubborn)
-    mem = make_memory(policy="aecg_stubborn")
+    register_mock_policy("aecg_useless_repair", useless_repair)
+    mem = make_memory(policy="aecg_useless_repair")
     sid = grow_skill(mem)
     degrade(mem, sid)
     mem.maintain(1)
@@ -213,6 +218,9 @@ def test_a_candidate_that_fails_replay_is_isolated_and_the_parent_stays_active()
     assert mem.store.skills[iso["skill"]].status == ISOLATED and mem.store.skills[sid].status == ACTIVE
     assert "mitigates 0/" in iso["reason"]
     assert "stays active" in "\n".join(mem.explain(sid))
+    replayed = events(mem, "replay")[0]["results"]
+    assert replayed and all(r["how"] == "replayed" for r in replayed)
+    assert "candidate 'split the list in halves'" in replayed[0]["note"]
 
 
 def test_without_success_fixtures_the_candidate_is_monitored_and_replayed_at_the_next_review():
@@ -345,3 +353,30 @@ def test_hard_scope_recall_only_ever_returns_objects_of_the_asked_level(stream):
             for item in mem.recall(query(asked, kind)):
                 assert item.level == asked and mem.store.get(item.id).level == asked
     assert mem.stats()["cross_scope_use_rate"] == 0.0
+
+
+def test_replay_re_executes_held_out_decisions_on_the_agent_model_accounted_under_its_own_role():
+    """Replayed decisions go to the model of role `replay` (the agent model in the paper's model
+    configs), never to the memory model, and are metered apart; the reviser sees none of them."""
+    from aecg_bench.llm.usage import UsageMeter
+
+    meter = UsageMeter()
+    memory_side = ModelSpec(label="memory", provider="mock", model="mock/m", options={"policy": "aecg_oracle"})
+    agent = ModelSpec(label="agent", provider="mock", model="mock/a", options={"policy": "hand_agent"})
+    client = LLMClient(
+        {"memory": memory_side, "agent": agent}, {"default": "memory", "replay": "agent"}, meters=[meter]
+    )
+    mem = make_memory(llm=client)
+    sid = grow_skill(mem)
+    degrade(mem, sid)
+    mem.maintain(1)
+    assert events(mem, "activation")  # the repair mitigates the long-list failures on replay
+    review = events(mem, "review")[0]
+    shown = set(review["failure_fixtures"]) | set(review["success_fixtures"])
+    held = set(review["replay_failure_fixtures"]) | set(review["replay_success_fixtures"])
+    assert review["replay_failure_fixtures"] and review["replay_success_fixtures"] and not shown & held
+    replayed = events(mem, "replay")[0]["results"]
+    assert {r["task_id"] for r in replayed} == held
+    roles, models = meter.by_role(), meter.by_model()
+    assert roles["replay"]["calls"] == 2 * len(held)  # paired: parent and candidate per fixture
+    assert models["agent"]["calls"] == roles["replay"]["calls"]  # and nothing else went to the agent model

@@ -39,8 +39,10 @@ class ReviewPlan:
     drift: Drift
     route: str
     route_reason: str
-    failures: list[Fixture]
+    failures: list[Fixture]  # shown to the reviser
     successes: list[Fixture]
+    replay_failures: list[Fixture]  # held out for replay
+    replay_successes: list[Fixture]
     content: SkillContent | None = None
     proposal_reason: str = ""
     existing_candidate: str | None = None
@@ -65,16 +67,31 @@ def score(mem: AECGMemory, skill: Skill) -> tuple[triage.ReviewCandidate, Drift]
 
 
 def failure_fixtures(mem: AECGMemory, skill: Skill) -> list[Fixture]:
-    ids = skill.badcases[-mem.p.intervention.max_failure_fixtures :]
-    return [mem.store.badcases[b].fixtures[skill.id] for b in ids]
+    """Decisions of the BadCases admitted against the version (the last `fixture_history`)."""
+    return [mem.store.badcases[b].fixtures[skill.id] for b in skill.badcases]
 
 
 def success_fixtures(mem: AECGMemory, skill: Skill, failures: list[Fixture]) -> list[Fixture]:
     """Historical same-scope successes, disjoint (by task) from the failure fixtures."""
     failed = {f.task_id for f in failures}
-    disjoint = [f for f in skill.success_fixtures if f.task_id not in failed]
-    n = mem.p.intervention.max_success_fixtures
-    return disjoint[-n:] if n else []
+    return [f for f in skill.success_fixtures if f.task_id not in failed]
+
+
+def fixture_sets(mem: AECGMemory, skill: Skill) -> tuple[list[Fixture], list[Fixture], list[Fixture], list[Fixture]]:
+    """(failures, successes) shown to the reviser, then (failures, successes) held out for replay:
+    a fixed seeded split per fixture (replay.holdout_fraction), each side capped at
+    intervention.max_failure_fixtures / max_success_fixtures (the most recent)."""
+    failures = failure_fixtures(mem, skill)
+    successes = success_fixtures(mem, skill, failures)
+    key, frac = f"{mem.services.seed}:{skill.lineage}", mem.p.replay.holdout_fraction
+    shown_f, held_f = replay.split(failures, replay.FAILURE, key, frac)
+    shown_s, held_s = replay.split(successes, replay.SUCCESS, key, frac)
+    nf, ns = mem.p.intervention.max_failure_fixtures, mem.p.intervention.max_success_fixtures
+
+    def last(xs: list[Fixture], n: int) -> list[Fixture]:
+        return xs[-n:] if n else []
+
+    return last(shown_f, nf), last(shown_s, ns), last(held_f, nf), last(held_s, ns)
 
 
 def plan_round(mem: AECGMemory, round_index: int) -> RoundPlan:
@@ -87,8 +104,7 @@ def plan_round(mem: AECGMemory, round_index: int) -> RoundPlan:
 
 
 def _plan_review(mem: AECGMemory, skill: Skill, cand: triage.ReviewCandidate, drift: Drift) -> ReviewPlan:
-    failures = failure_fixtures(mem, skill)
-    successes = success_fixtures(mem, skill, failures)
+    failures, successes, held_failures, held_successes = fixture_sets(mem, skill)
     if skill.pending_candidate is not None:
         pending = mem.store.skills[skill.pending_candidate]
         plan = ReviewPlan(
@@ -99,13 +115,15 @@ def _plan_review(mem: AECGMemory, skill: Skill, cand: triage.ReviewCandidate, dr
             "replaying the monitored candidate",
             failures,
             successes,
+            held_failures,
+            held_successes,
             pending.content,
             existing_candidate=pending.id,
         )
         return _replay(mem, skill, plan)
     modes = [mem.store.badcases[b].failure_mode for b in skill.badcases]
     route, why = iv.route(modes)
-    plan = ReviewPlan(skill.id, cand, drift, route, why, failures, successes)
+    plan = ReviewPlan(skill.id, cand, drift, route, why, failures, successes, held_failures, held_successes)
     if route == iv.NO_CHANGE:
         plan.proposal_reason = why
         return plan
@@ -129,14 +147,16 @@ def _plan_review(mem: AECGMemory, skill: Skill, cand: triage.ReviewCandidate, dr
 
 
 def _replay(mem: AECGMemory, skill: Skill, plan: ReviewPlan) -> ReviewPlan:
+    """Re-execute every held-out fixture with the parent and with the candidate (paired)."""
     assert plan.content is not None
-    if plan.route == iv.NARROWING:
-        plan.results = replay.narrowing_results(plan.content, plan.failures, plan.successes)
-    else:
-        for kind, fixtures in ((replay.FAILURE, plan.failures), (replay.SUCCESS, plan.successes)):
-            for f in fixtures:
-                payload = replay.replay_payload(skill.content, plan.content, skill.level, f, kind)
-                plan.results.append(replay.simulated_result(mem.llm_call(prompts.REPLAY, payload), f, kind))
+    role = mem.p.replay.role
+
+    def execute(messages: list[dict[str, str]]) -> str:
+        return mem.complete(messages, role, "replay")
+
+    for kind, fixtures in ((replay.FAILURE, plan.replay_failures), (replay.SUCCESS, plan.replay_successes)):
+        for f in fixtures:
+            plan.results.append(replay.replay_fixture(f, kind, skill.content, plan.content, skill.level, execute))
     plan.gate = replay.gate(plan.results, mem.p.replay)
     return plan
 
@@ -180,6 +200,8 @@ def _commit_review(mem: AECGMemory, plan: ReviewPlan, round_index: int) -> None:
         route_reason=plan.route_reason,
         failure_fixtures=[f.task_id for f in plan.failures],
         success_fixtures=[f.task_id for f in plan.successes],
+        replay_failure_fixtures=[f.task_id for f in plan.replay_failures],
+        replay_success_fixtures=[f.task_id for f in plan.replay_successes],
     )
     if plan.content is None:
         mem.audit.record(

@@ -86,19 +86,30 @@ class AECGMemory(MemoryMethod):
         which every parser treats as abstention / no proposal (an infra error still
         propagates, before any state has changed).
         """
+        return self.complete(prompts.messages(kind, payload), role, kind, sample_index, temperature)
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        role: str,
+        what: str,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> str:
+        """Any memory-side call (prompts above, replayed decisions) through the run's one client."""
         llm = self.services.llm
         if llm is None:
             raise ConfigError("memory 'aecg' needs an LLM client for its memory-side prompts")
         try:
             completion = llm.complete(
-                prompts.messages(kind, payload),
+                messages,
                 role=role,
                 sample_index=sample_index,
                 temperature=temperature,
                 max_tokens=self.p.memory_max_tokens,
             )
         except ContextLimitError as exc:
-            log.warning("aecg %s prompt exceeds the model's context; treated as no answer: %s", kind, exc)
+            log.warning("aecg %s prompt exceeds the model's context; treated as no answer: %s", what, exc)
             return ""
         return completion.text
 

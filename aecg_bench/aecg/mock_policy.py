@@ -15,9 +15,11 @@ answers computed from the prompt's INPUT object:
   context and in no supported success (task type words first), or abstains;
 - procedural repair: rebuilds the procedure from the behaviours of the supported
   success fixtures (the evidence of what worked; the parent's steps when there
-  are none) and appends one general verification step and rule;
-- replay: the parent fails and the candidate passes failure fixtures; both
-  pass success fixtures.
+  are none) and appends one general verification step and rule
+  (`options.repair: reverse`: a harmful reviser that swaps every move of the
+  parent's procedure, for the replay gate's mechanism test);
+- replayed decisions (AECG's replay gate re-executes them through the agent
+  model, role `replay`) are agent prompts and go to `options.agent_policy`.
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ def _narrowing(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
 
 def _repair(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     skill = payload["skill"]
+    if spec.options.get("repair") == "reverse":  # a harmful reviser (the replay gate's mechanism test)
+        return {
+            "abstain": False,
+            "reason": "the moves were the wrong way round",
+            "procedure": [_REVERSED.get(step.strip().lower(), step) for step in skill["procedure"]],
+            "avoidance": [*skill["avoidance"], "do not keep a direction that failed"],
+        }
     worked = list(dict.fromkeys(f["behaviour"] for f in payload["supported_successes"] if f["behaviour"]))
     return {
         "abstain": False,
@@ -99,10 +108,7 @@ def _repair(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     }
 
 
-def _replay(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
-    if payload["fixture_kind"] == "failure":
-        return {"parent": "fail", "candidate": "pass", "reason": "the revision avoids the implicated step"}
-    return {"parent": "pass", "candidate": "pass", "reason": "the supported steps are kept"}
+_REVERSED = {"move left": "move right", "move right": "move left"}
 
 
 _ANSWERS = {
@@ -110,7 +116,6 @@ _ANSWERS = {
     prompts.FAILURE_ATTRIBUTION: _attribution,
     prompts.CONTEXT_NARROWING: _narrowing,
     prompts.PROCEDURAL_REPAIR: _repair,
-    prompts.REPLAY: _replay,
 }
 
 

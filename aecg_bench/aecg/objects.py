@@ -43,6 +43,7 @@ class Fixture:
     behaviour: str
     success: bool
     value: float | None = None
+    observation: str = ""  # what the decision saw (replay re-executes it); `context` is what recall matched
 
     def text(self) -> str:
         return decision_text(self.task_type, self.instruction, self.level, self.role, self.agent, self.context)

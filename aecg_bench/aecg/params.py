@@ -93,6 +93,10 @@ class ReplayParams(Params):
     min_mitigation: float = Field(0.5, ge=0.0, le=1.0, description="share of reproduced failures mitigated (ours)")
     max_regression: float = Field(0.2, ge=0.0, le=1.0, description="tolerance on supported successes (ours)")
     min_success_fixtures: int = Field(1, ge=0, description="fewer: the candidate is monitored (ours)")
+    holdout_fraction: float = Field(
+        0.5, gt=0.0, lt=1.0, description="share of fixtures held out from the reviser for replay (ours)"
+    )
+    role: str = Field("replay", min_length=1, description="LLM role of replayed decisions (map it to the agent model)")
 
 
 class AECGParams(Params):

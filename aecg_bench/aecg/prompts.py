@@ -18,7 +18,6 @@ SKILL_ABSTRACTION = "skill_abstraction"
 FAILURE_ATTRIBUTION = "failure_attribution"
 CONTEXT_NARROWING = "context_narrowing"
 PROCEDURAL_REPAIR = "procedural_repair"
-REPLAY = "replay"
 
 _SYSTEMS: dict[str, str] = {
     SKILL_ABSTRACTION: """You turn successful experience of a multi-agent system into one reusable procedural skill.
@@ -56,13 +55,6 @@ Rules:
 - Abstain if the evidence does not identify a procedural defect.
 Reply with one JSON object and nothing else:
 {"abstain": bool, "reason": str, "procedure": [str], "avoidance": [str]}""",
-    REPLAY: """You replay one recorded decision under two versions of a skill: PARENT (the version in use when the decision was recorded) and CANDIDATE (a proposed revision). Predict, for each version, whether the decision would reach the desired behaviour.
-Rules:
-- A "failure" fixture was implicated in a failed task: "pass" means the implicated behaviour would be avoided.
-- A "success" fixture is a historical success of the same scope: "pass" means the supported behaviour would be preserved.
-- Judge both versions on the same fixture by the same standard. The candidate is activated only if it mitigates the failures and preserves the successes within tolerance, so do not favour it.
-Reply with one JSON object and nothing else:
-{"parent": "pass" | "fail", "candidate": "pass" | "fail", "reason": str}""",
 }
 
 KINDS = tuple(_SYSTEMS)

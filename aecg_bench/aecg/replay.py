@@ -1,48 +1,69 @@
-"""Replay gate (AECG sec. 3.4.2, appendix D "replay contract").
+"""Replay gate (AECG sec. 3.4.2; appendix D "replay contract"): paired re-execution of held-out fixtures.
 
 A candidate version is activated only after paired replay: on failure
-fixtures (the BadCases admitted against the parent) it must mitigate the
-implicated behaviour, and on disjoint historical same-scope success fixtures
-(successful uses of the parent, its seed and the seed's neighbours; never a
-task that is also a failure fixture) it must keep the supported behaviour
-within a tolerance.
+fixtures (decisions of the BadCases admitted against the parent) it must
+mitigate the implicated behaviour, and on disjoint historical same-scope
+success fixtures it must preserve the supported behaviour within tolerance
+(paper sec. 3.4.2: "Failure fixtures test the implicated behavior; disjoint
+historical same-scope success fixtures test preservation of supported
+behavior"; replay contract, p. 22).
 
-How replay is realised here (the paper re-executes fixtures; a memory
-method cannot re-run old environments, and the `solve`/`build` rollout
-hooks only re-run the current task):
-- context narrowing changes only when the skill applies, and the procedure
-  is unchanged, so replay is exact without a model: on a failure fixture
-  the candidate mitigates iff its predicate excludes the fixture's decision
-  context; on a success fixture it preserves iff the predicate still admits
-  it (the parent's behaviour there is the recorded one);
-- procedural repair changes behaviour, so each fixture is replayed by the
-  memory model, which predicts pass/fail for parent and candidate on the
-  same recorded decision (paired). An unreadable reply counts as the
-  recorded outcome for the parent and as a failure for the candidate.
+Replay re-executes each fixture's recorded decision through the agent model
+(LLM role `replay`, accounted apart from agents and other memory calls): the
+observation the decision was made on, the task, the deciding agent and role,
+and the skill version under test, shown exactly as agents see a recalled
+skill (`frameworks.base.format_memory`). Whether a version is shown is decided
+on the context it was recalled against (the task text for a router, the
+observation for an executor), as recall decides it. Each fixture is replayed twice with the same prompt except
+for the skill: once with the parent, once with the candidate (paired). A
+version whose applicability predicate excludes the fixture's context would
+not be recalled there, so that side is replayed without the skill.
+
+Scoring a replayed decision against the recorded one (ours; the paper names
+the contract, not the comparison): the replayed output and the recorded
+behaviour are compared after normalisation (first non-empty line, lowercase,
+whitespace collapsed).
+- success fixture: the version passes iff it reproduces the recorded
+  (supported) behaviour;
+- failure fixture: the version passes iff it does NOT reproduce the recorded
+  (implicated) behaviour; the parent failing here = the failure reproduces.
+An empty reply (no decision) never passes for the candidate and counts as
+the recorded outcome for the parent.
+
+Held-out fixtures: every fixture is assigned once, by a hash of (run seed,
+skill lineage, task id, kind), to the reviser's side or the replay side
+(`holdout_fraction` to replay). The intervention prompt sees only reviser-side
+fixtures; replay uses only held-out ones, so a candidate is never judged on the
+cases it was written from, also when a monitored candidate is replayed again later.
 
 Gate (thresholds ours; the paper gives none):
 - reproduced = failure fixtures where the parent fails; supported = success
-  fixtures where the parent passes;
-- no reproduced failure, or fewer than `min_success_fixtures` supported
-  successes: the evidence cannot decide -> monitor (the candidate waits,
-  the parent stays active, the next review replays it again);
+  fixtures where the parent passes (a regression is a supported success the
+  candidate loses; a success the parent itself no longer reproduces, e.g. a
+  corrupted parent, cannot regress);
+- no reproduced failure, or fewer than `min_success_fixtures` success
+  fixtures replayed: the evidence cannot decide -> monitor;
 - activate iff mitigated/reproduced >= min_mitigation (and >= 1 mitigated)
-  and regressed/supported <= max_regression; otherwise isolate.
+  and regressed/supported <= max_regression (0 when nothing is supported);
+  otherwise isolate.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aecg_bench.aecg import llm_json
-from aecg_bench.aecg.intervention import fixture_payload
 from aecg_bench.aecg.objects import Fixture, SkillContent
 from aecg_bench.aecg.params import ReplayParams
 from aecg_bench.aecg.predicate import normalised
+from aecg_bench.types import MemoryItem
+from frameworks.base import format_memory
 
 ACTIVATE, ISOLATE, MONITOR = "activate", "isolate", "monitor"
 FAILURE, SUCCESS = "failure", "success"
+REPLAY_ROLE = "replay"
 
 
 @dataclass(frozen=True)
@@ -51,8 +72,8 @@ class FixtureResult:
     kind: str  # failure | success
     parent_pass: bool
     candidate_pass: bool
-    how: str  # predicate | simulated | unreadable
-    note: str = ""
+    how: str  # replayed
+    note: str = ""  # the recorded and replayed decisions
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,49 +92,85 @@ class GateResult:
         return asdict(self)
 
 
-def narrowing_results(
-    candidate: SkillContent, failures: list[Fixture], successes: list[Fixture]
-) -> list[FixtureResult]:
-    out = []
-    for f in failures:
-        admitted = candidate.predicate.admits(normalised(f.text()))
-        out.append(FixtureResult(f.task_id, FAILURE, False, not admitted, "predicate"))
-    for f in successes:
-        admitted = candidate.predicate.admits(normalised(f.text()))
-        out.append(FixtureResult(f.task_id, SUCCESS, True, admitted, "predicate"))
-    return out
+# -- held-out split -------------------------------------------------------------------
 
 
-def replay_payload(parent: SkillContent, candidate: SkillContent, level: str, fixture: Fixture, kind: str) -> dict:
-    return {
-        "fixture_kind": kind,
-        "fixture": fixture_payload(fixture),
-        "parent": {"scope": level, "text": parent.render(level)},
-        "candidate": {"scope": level, "text": candidate.render(level)},
-    }
+def held_out(fixture: Fixture, kind: str, key: str, fraction: float) -> bool:
+    """Whether a fixture belongs to replay (True) or to the reviser (False): fixed per fixture."""
+    digest = hashlib.sha256(f"{key}:{kind}:{fixture.task_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def _verdict(value: Any) -> bool | None:
-    text = llm_json.as_str(value, 20).lower()
-    if text in {"pass", "passes", "passed", "yes", "true", "success"}:
-        return True
-    if text in {"fail", "fails", "failed", "no", "false", "failure"}:
-        return False
-    return None
+def split(fixtures: list[Fixture], kind: str, key: str, fraction: float) -> tuple[list[Fixture], list[Fixture]]:
+    """(shown to the reviser, held out for replay), each in the original order."""
+    shown = [f for f in fixtures if not held_out(f, kind, key, fraction)]
+    return shown, [f for f in fixtures if held_out(f, kind, key, fraction)]
 
 
-def simulated_result(text: str, fixture: Fixture, kind: str) -> FixtureResult:
-    obj = llm_json.parse_object(text)
-    parent = _verdict(obj.get("parent")) if obj else None
-    candidate = _verdict(obj.get("candidate")) if obj else None
-    if parent is None or candidate is None:
-        return FixtureResult(fixture.task_id, kind, kind == SUCCESS, False, "unreadable", "unreadable replay verdict")
-    return FixtureResult(fixture.task_id, kind, parent, candidate, "simulated", llm_json.as_str(obj.get("reason"), 200))
+# -- re-execution ----------------------------------------------------------------------
+
+
+def decision_messages(fixture: Fixture, skill: SkillContent | None, level: str) -> list[dict[str, str]]:
+    """The recorded decision as an agent prompt, with the version under test as its recalled skill."""
+    memory = (
+        format_memory([MemoryItem(id="replayed", text=skill.render(level), level=level, kind="skill")]) if skill else ""
+    )
+    system = (
+        f"You are agent {fixture.agent} ({fixture.role}) making a {fixture.level}-level decision "
+        f"in a multi-agent system.\nTask: {fixture.instruction}"
+    )
+    user = f"{fixture.observation or fixture.context}\n\nReply with this decision's output only (for an action, the action command alone)."
+    return [
+        {"role": "system", "content": system + (f"\n\n{memory}" if memory else "")},
+        {"role": "user", "content": user},
+    ]
+
+
+def shown_skill(content: SkillContent, fixture: Fixture) -> SkillContent | None:
+    """The version as recall would give it at this decision: None where its predicate excludes it."""
+    return content if content.predicate.admits(normalised(fixture.text())) else None
+
+
+def same_decision(replayed: str, recorded: str) -> bool:
+    return _norm(replayed) == _norm(recorded)
+
+
+def _norm(text: str) -> str:
+    for line in str(text).replace("```", "\n").splitlines():
+        line = " ".join(line.split()).strip().strip("`").lower()
+        if line:
+            return line[:240]
+    return ""
+
+
+def replay_fixture(
+    fixture: Fixture,
+    kind: str,
+    parent: SkillContent,
+    candidate: SkillContent,
+    level: str,
+    execute: Callable[[list[dict[str, str]]], str],
+) -> FixtureResult:
+    """Re-execute one recorded decision with the parent and with the candidate; score both (paired)."""
+    outs = []
+    for content in (parent, candidate):
+        outs.append(execute(decision_messages(fixture, shown_skill(content, fixture), level)))
+    p_out, c_out = outs
+    p_same, c_same = same_decision(p_out, fixture.behaviour), same_decision(c_out, fixture.behaviour)
+    if kind == SUCCESS:
+        parent_pass = p_same if _norm(p_out) else True
+        candidate_pass = c_same
+    else:
+        parent_pass = not p_same if _norm(p_out) else False
+        candidate_pass = bool(_norm(c_out)) and not c_same
+    note = f"recorded {_norm(fixture.behaviour)!r}; parent {_norm(p_out)!r}; candidate {_norm(c_out)!r}"
+    return FixtureResult(fixture.task_id, kind, parent_pass, candidate_pass, "replayed", note[:400])
 
 
 def gate(results: list[FixtureResult], params: ReplayParams) -> GateResult:
     reproduced = [r for r in results if r.kind == FAILURE and not r.parent_pass]
-    supported = [r for r in results if r.kind == SUCCESS and r.parent_pass]
+    successes = [r for r in results if r.kind == SUCCESS]
+    supported = [r for r in successes if r.parent_pass]
     mitigated = sum(r.candidate_pass for r in reproduced)
     regressed = sum(not r.candidate_pass for r in supported)
 
@@ -122,8 +179,8 @@ def gate(results: list[FixtureResult], params: ReplayParams) -> GateResult:
 
     if not reproduced:
         return result(MONITOR, "no failure fixture reproduces the implicated behaviour")
-    if len(supported) < params.min_success_fixtures:
-        return result(MONITOR, f"{len(supported)} supported success fixtures < {params.min_success_fixtures}")
+    if len(successes) < params.min_success_fixtures:
+        return result(MONITOR, f"{len(successes)} success fixtures replayed < {params.min_success_fixtures}")
     rate = mitigated / len(reproduced)
     regression = regressed / len(supported) if supported else 0.0
     if mitigated < 1 or rate < params.min_mitigation:

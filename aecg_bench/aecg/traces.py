@@ -8,7 +8,10 @@ The decision context of a node is what recall matched for it (the node's
 `recall_context`: e.g. the task text for AgentNet's routers, the current
 observation for executors), so a fixture stores the context its skill was
 recalled against. Older trajectories without it fall back to the observation
-of the step just before the node's step (or the initial observation).
+of the step just before the node's step (or the initial observation). A
+fixture also keeps that observation itself (what the decision saw), which is
+what the replay gate re-executes the decision on: a router's skill is recalled
+against the task text, but its decision was made on the current observation.
 """
 
 from __future__ import annotations
@@ -33,8 +36,13 @@ def tail(text: str, n: int) -> str:
 
 
 def decision_context(traj: Trajectory, node: DecisionNode) -> str:
-    if node.recall_context:  # what recall matched: a fixture must replay against the same text
+    if node.recall_context:  # what recall matched: predicates are checked against the same text
         return node.recall_context
+    return observation_before(traj, node)
+
+
+def observation_before(traj: Trajectory, node: DecisionNode) -> str:
+    """The environment's latest observation when the decision was made (what replay re-executes on)."""
     if node.step is not None and 0 < node.step <= len(traj.steps):
         return traj.steps[node.step - 1].observation.text
     return traj.initial_observation
@@ -61,6 +69,7 @@ def fixture_for(episode: Episode, node: DecisionNode, context_chars: int) -> Fix
         behaviour=clip(behaviour(node), OUTPUT_CHARS),
         success=bool(episode.outcome.success),
         value=episode.outcome.value,
+        observation=tail(observation_before(traj, node), context_chars),
     )
 
 

@@ -70,8 +70,41 @@ FRAMEWORK_ROLES = (
 )
 AGENT_ROLES = ("agent", *FRAMEWORK_ROLES)
 ENVIRONMENT_ROLES = ("user_simulator",)
-# Paper sample counts per benchmark (for cost estimates of the paper preset).
-PAPER_SIZES = {"pddl": 60, "fever": 100, "scienceworld": 90, "mbpp_plus": 378}
+# Paper sample counts per benchmark (for cost estimates of the paper preset): the denominators its
+# values imply (ScienceWorld 1/88, MBPP-Plus 1/122), which conf/benchmark/*_aecg.yaml select.
+PAPER_SIZES = {"pddl": 60, "fever": 100, "scienceworld": 88, "mbpp_plus": 122}
+# What those task sets are, and the one override that gives the full set (docs/benchmarks/*.md).
+PAPER_TASK_SETS = {
+    "scienceworld": (
+        "the 88 train-split variations of AgentBoard's 90 (benchmark=scienceworld_aecg)",
+        "full 90: benchmark=scienceworld",
+    ),
+    "mbpp_plus": (
+        "the first 122 of MBPP+ v0.2.0's 378 tasks, our hypothesis (benchmark=mbpp_plus_aecg)",
+        "full 378: benchmark=mbpp_plus",
+    ),
+}
+
+
+def task_set_notes(df: pd.DataFrame) -> list[str]:
+    """One line per benchmark with a paper task set: how many tasks each run evaluated, and whether
+    that is the paper's count (its values' denominator) or another set, with the switch to the other."""
+    notes = []
+    for bench in _ordered(df["benchmark"], BENCHMARKS):
+        if bench not in PAPER_TASK_SETS:
+            continue
+        sizes = sorted({int(n) for n in df.loc[df["benchmark"] == bench, "n_eval_expected"].dropna()})
+        paper_set, full = PAPER_TASK_SETS[bench]
+        name, paper_n = BENCHMARKS.get(bench, bench), PAPER_SIZES[bench]
+        shown = "/".join(map(str, sizes)) or "?"
+        if sizes == [paper_n]:
+            notes.append(f"{name}: {shown} tasks per run = the paper's count: {paper_set}; {full}.")
+        else:
+            notes.append(
+                f"{name}: {shown} tasks per run, NOT the paper's {paper_n} ({paper_set}); "
+                "cells are not on the paper's task set."
+            )
+    return notes
 
 
 def _ordered(values: pd.Series, order: dict[str, str]) -> list[str]:

@@ -21,6 +21,7 @@ from aecg_bench.analysis.paper import (
     load_reference,
     readable_cells,
     readable_claims,
+    task_set_notes,
 )
 from aecg_bench.analysis.plots import score_heatmap
 from aecg_bench.analysis.tables import flat_columns, write_table
@@ -45,11 +46,13 @@ def render_paper_table(
         raise SystemExit(f"no results under {results_dir}: run the sweep first")
     tables = build_tables(df, load_reference(reference), compare_to=compare_to)
     margins = load_reference(f"{reference}_margins")
+    notes = task_set_notes(df)
     paths: dict[str, Path] = {}
     for i, table in enumerate(tables):
         name = stem if len(tables) == 1 else f"{stem}-{i + 1}"
         cap = f"{table.caption_prefix}{caption} [{table.config['experiment']}; {table.config['assignment']}]"
-        paths.update(_write(df, table, out_dir, name, cap, margins if "framework" in margins else None, figure))
+        margins_here = margins if "framework" in margins else None
+        paths.update(_write(df, table, out_dir, name, cap, margins_here, figure, notes))
     return paths
 
 
@@ -61,8 +64,10 @@ def _write(
     caption: str,
     margins: pd.DataFrame | None,
     figure: bool,
+    notes: list[str],
 ) -> dict[str, Path]:
-    paths = write_table(table.display, out_dir, stem, caption=caption)
+    full_caption = " ".join([caption + ".", *notes]) if notes else caption
+    paths = write_table(table.display, out_dir, stem, caption=full_caption)
     cells = readable_cells(table)
     paths.update(
         {
@@ -98,18 +103,25 @@ def _write(
             table.summary, out_dir / f"{stem}_heatmap", title=f"{table.caption_prefix}Score heatmap"
         ):
             paths[p.suffix.lstrip(".")] = p
-    _print(table, cells, claims, cost, caption)
+    _print(table, cells, claims, cost, caption, notes)
     return paths
 
 
 def _print(
-    table: PaperTable, cells: pd.DataFrame, claims: pd.DataFrame | None, cost: pd.DataFrame, caption: str
+    table: PaperTable,
+    cells: pd.DataFrame,
+    claims: pd.DataFrame | None,
+    cost: pd.DataFrame,
+    caption: str,
+    notes: list[str],
 ) -> None:
     print(f"\n{caption}\n(ours; mean ± std over seeds [bootstrap 95% CI]; † = incomplete cell)\n")
     for k, v in table.config.items():
         print(f"  {k}: {v}")
     print()
     print(flat_columns(table.display).to_markdown(disable_numparse=True))
+    if notes:
+        print("\nTask sets:\n" + "\n".join(f"- {n}" for n in notes))
     print(
         "\nEvery cell: paired test against its reference method"
         + ("" if table.smoke else ", and ours vs the paper")
