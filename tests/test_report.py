@@ -368,7 +368,7 @@ def test_make_reproduce_model_and_the_openai_config_write_one_label_for_one_assi
     via_make = compose(reproduce.model_overrides("openai/gpt-4.1-mini", "openai/gpt-4o-mini"), tmp_path)["model"]
     assert via_config["label"] == via_make["label"] == "gpt-4.1-mini+gpt-4o-mini"  # same results folder
     assignments = {assignment_label(m["models"], m["roles"]) for m in (via_config, via_make)}
-    assert assignments == {"agent=gpt-4.1-mini; default=gpt-4o-mini"}
+    assert assignments == {"agent=gpt-4.1-mini; replay=gpt-4.1-mini; default=gpt-4o-mini"}  # replay: AECG gate
     model_only = compose(reproduce.model_overrides("openai/gpt-4.1-mini", "openai/gpt-4.1-mini"), tmp_path)["model"]
     assert model_only["label"] != via_config["label"]
     assert assignment_label(model_only["models"], model_only["roles"]) == "gpt-4.1-mini"
