@@ -19,7 +19,7 @@ from typing import Any
 from aecg_bench.errors import AecgBenchError, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset")
+GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset", "arm")
 log = logging.getLogger("aecg_bench.run")
 
 
