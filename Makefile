@@ -20,7 +20,7 @@ JOBS ?= 2
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-edv
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,14 @@ reproduce-table1:
 
 reproduce-table2:
 	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
+
+# EDV Tables 1-5, sec. 5.4, Figures 4-6 (docs/memory/edv.md "Reproducing the paper"). PRESET=smoke (default
+# without EDV_*_API_BASE: toy_tools, ONE embedded model x3 temperatures) | paper (conf/model/edv_pool_paper.yaml);
+# ONLY=table1,fig4_epochs; DRY_RUN=1 prices the paper preset from the smoke runs.
+ONLY ?=
+reproduce-edv:
+	$(BIN)/python scripts/reproduce.py edv $(if $(PRESET),--preset $(PRESET)) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
 clean-results:
 	rm -rf results/*/ results/.cache results/.sweeps
