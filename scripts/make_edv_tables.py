@@ -58,23 +58,29 @@ def write(out: Path, name: str, title: str, table: edv.EdvTable, extra: dict[str
     return path
 
 
-def render(root: Path, suffix: str, out: Path) -> list[Path]:
+def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Path]:
     written = []
     frames = {e: edv.annotate(load(root / f"edv_{e}{suffix}")) for e in EXPERIMENTS}
     if not frames["table1"].empty:
         df = frames["table1"]
         extra = {"Inference tokens vs RB (sec. 5.6)": edv.inference_tokens(df)}
         written.append(
-            write(out, "table1", "EDV Table 1: Pass@1 per domain", edv.main_table(df, edv.reference("table1")), extra)
+            write(
+                out,
+                "table1",
+                "EDV Table 1: Pass@1 per domain",
+                edv.main_table(df, edv.reference("table1"), n_boot=n_boot),
+                extra,
+            )
         )
     if not frames["table2"].empty:
-        t = edv.mind2web_table(frames["table2"], edv.reference("table2"))
+        t = edv.mind2web_table(frames["table2"], edv.reference("table2"), n_boot=n_boot)
         written.append(write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t))
     if not frames["table3"].empty:
-        t = edv.mmtb_table(frames["table3"], edv.reference("table3"))
+        t = edv.mmtb_table(frames["table3"], edv.reference("table3"), n_boot=n_boot)
         written.append(write(out, "table3", "EDV Table 3: MMTB", t))
     if not frames["table4"].empty:
-        t = edv.ablation_table(frames["table4"], edv.reference("table4"), edv.TABLE4_ROWS)
+        t = edv.ablation_table(frames["table4"], edv.reference("table4"), edv.TABLE4_ROWS, n_boot=n_boot)
         written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t))
     if not frames["table5"].empty:
         df = frames["table5"]
@@ -85,7 +91,7 @@ def render(root: Path, suffix: str, out: Path) -> list[Path]:
             ),
             "Paper sec. 5.5.2": text[text["section"].astype(str) == "5.5.2"],
         }
-        t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS)
+        t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=n_boot)
         written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra))
     if not frames["contamination"].empty:
         df = frames["contamination"]
@@ -93,7 +99,7 @@ def render(root: Path, suffix: str, out: Path) -> list[Path]:
         ref = text[text["section"].astype(str) == "5.4"].rename(columns={"variant": "row"})
         ref = ref[ref["quantity"] == "pass_at_1"].assign(benchmark="tau2_retail")
         extra = {"Injected share of stored and recalled items": edv.contamination_recall(df)}
-        t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3")
+        t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=n_boot)
         written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra))
     return written
 

@@ -150,7 +150,13 @@ def paired(df: pd.DataFrame, a: str, b: str, *, metric: str = "success", n_boot:
 
 
 def vs_strongest(
-    df: pd.DataFrame, summary: pd.DataFrame, *, target: str, baselines: tuple[str, ...], metric: str = "success"
+    df: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    target: str,
+    baselines: tuple[str, ...],
+    metric: str = "success",
+    n_boot: int = 2000,
 ) -> pd.DataFrame:
     """Per benchmark: the target row against the strongest baseline there (highest mean), paired."""
     rows = []
@@ -159,7 +165,7 @@ def vs_strongest(
         if base.empty or target not in set(group["row"]):
             continue
         best = base.sort_values("mean", ascending=False).iloc[0]["row"]
-        res = paired(df[df["benchmark"] == bench], target, best, metric=metric)
+        res = paired(df[df["benchmark"] == bench], target, best, metric=metric, n_boot=n_boot)
         rows.append({"benchmark": bench, "target": target, "strongest_baseline": best, **res})
     return pd.DataFrame(rows)
 
@@ -208,7 +214,11 @@ def main_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -> Ed
     )
     paper.index = [MAIN_ROWS[r] for r in paper.index]
     comparison = _compare(summary, ref, ["benchmark", "row"])
-    tests = vs_strongest(df, summary, target="edv", baselines=BASELINE_ROWS) if not summary.empty else pd.DataFrame()
+    tests = (
+        vs_strongest(df, summary, target="edv", baselines=BASELINE_ROWS, n_boot=2 * n_boot)
+        if not summary.empty
+        else pd.DataFrame()
+    )
     return EdvTable(ours, paper, comparison, tests)
 
 
@@ -231,7 +241,7 @@ def mind2web_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -
         if not s.empty:
             parts.append(s.assign(metric=metric))
             if column in df.columns:
-                t = vs_strongest(df, s, target="edv", baselines=BASELINE_ROWS, metric=column)
+                t = vs_strongest(df, s, target="edv", baselines=BASELINE_ROWS, metric=column, n_boot=2 * n_boot)
                 tests.append(t.assign(metric=metric))
     summary = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["benchmark", "row", "metric"])
     benches = sorted(set(df["benchmark"])) if not df.empty else []
@@ -256,7 +266,7 @@ def mind2web_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -
     return EdvTable(ours, paper, comparison, pd.concat(tests, ignore_index=True) if tests else pd.DataFrame())
 
 
-def mmtb_table(df: pd.DataFrame, ref: pd.DataFrame) -> EdvTable:
+def mmtb_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -> EdvTable:
     """Table 3: MMTB's nine numbers per row, computed per seed from the per-mission metrics
     (aecg_bench.benchmarks.mmtb.metrics.summary), then mean ± std over seeds. Without MMTB's
     metrics (a stand-in benchmark) only `All` (success) is filled."""
@@ -299,8 +309,12 @@ def mmtb_table(df: pd.DataFrame, ref: pd.DataFrame) -> EdvTable:
         ref[["row", "metric", "value"]].rename(columns={"value": "paper"}), on=["row", "metric"], how="left"
     )
     comparison["diff"] = comparison["mean"] - comparison["paper"]
-    summary = cells(df, ["benchmark", "row"])
-    tests = vs_strongest(df, summary, target="edv", baselines=BASELINE_ROWS) if not summary.empty else pd.DataFrame()
+    summary = cells(df, ["benchmark", "row"], n_boot=n_boot)
+    tests = (
+        vs_strongest(df, summary, target="edv", baselines=BASELINE_ROWS, n_boot=2 * n_boot)
+        if not summary.empty
+        else pd.DataFrame()
+    )
     return EdvTable(ours, paper, comparison.round(2), tests)
 
 
@@ -327,7 +341,7 @@ def ablation_table(
         sub = df[df["benchmark"] == bench]
         for r in sorted(set(sub["row"]) - {full}):
             if full in set(sub["row"]):
-                tests.append({"benchmark": bench, "row": r, "vs": full, **paired(sub, r, full)})
+                tests.append({"benchmark": bench, "row": r, "vs": full, **paired(sub, r, full, n_boot=2 * n_boot)})
     comparison = _compare(summary, paper_ref, ["benchmark", "row"]) if "benchmark" in paper_ref else summary
     return EdvTable(ours, paper, comparison, pd.DataFrame(tests))
 
