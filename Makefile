@@ -58,10 +58,12 @@ reproduce-table2:
 
 # EDV Tables 1-5, sec. 5.4, Figures 4-6 (docs/memory/edv.md "Reproducing the paper"). PRESET=smoke (default
 # without EDV_*_API_BASE: toy_tools, ONE embedded model x3 temperatures) | paper (conf/model/edv_pool_paper.yaml);
-# ONLY=table1,fig4_epochs; DRY_RUN=1 prices the paper preset from the smoke runs.
+# ONLY=table1,fig4_epochs; POOL=<model config>; DRY_RUN=1 prices the paper preset from the smoke runs.
 ONLY ?=
+POOL ?=
 reproduce-edv:
 	$(BIN)/python scripts/reproduce.py edv $(if $(PRESET),--preset $(PRESET)) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(POOL),--pool $(POOL)) \
 		$(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
 clean-results:

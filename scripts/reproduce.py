@@ -153,9 +153,11 @@ def reproduce_edv(args: argparse.Namespace) -> int:
         if rc:
             print(f"the edv_{name} sweep exited with code {rc}; rendering what finished (rerun to resume)")
             code = code or rc
-    for script in ("scripts/make_edv_tables.py", "scripts/make_edv_figures.py"):
-        rc = subprocess.run([sys.executable, script, args.results_root, "--suffix", suffix], cwd=ROOT).returncode
-        code = code or (rc if rc != 2 else 0)
+    renderers = {"scripts/make_edv_tables.py": False, "scripts/make_edv_figures.py": True}
+    for script, figures in renderers.items():
+        if any(name.startswith("fig") == figures for name in only):
+            cmd = [sys.executable, script, args.results_root, f"--suffix={suffix}"]
+            code = code or subprocess.run(cmd, cwd=ROOT).returncode
     return code
 
 
