@@ -325,3 +325,37 @@ def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_th
     )
     assert dry.returncode == 0 and "Total:" in dry.stdout and "$" in dry.stdout
     assert set(pd.read_csv(tables / "table1_vs_paper.csv")["row"]) == set(edv.MAIN_ROWS)
+
+
+def test_mmtb_table_uses_mmtbs_own_rates_per_seed():
+    """Table 3 from per-mission metrics: rates over each mission type, then mean over seeds."""
+    kinds = ("single", "multi", "chat", "clarify", "parallel", "serial", "serial_parallel")
+
+    def mission(seed: int, kind: str, ok: bool) -> dict:
+        flags = {f"metric_is_{k}": float(k == kind) for k in kinds}
+        return {
+            "benchmark": "mmtb",
+            "row": "edv",
+            "seed": seed,
+            "phase": "eval",
+            "success": ok,
+            "status": "ok",
+            "sample_id": f"{kind}-{seed}",
+            "metric_success": float(ok),
+            "metric_optimal": 0.0,
+            "metric_progress_steps": 0.0,
+            "metric_progress_total": 0.0,
+            **flags,
+        }
+
+    rows = [
+        mission(0, "single", True),
+        mission(0, "clarify", False),
+        mission(1, "single", True),
+        mission(1, "clarify", True),
+    ]
+    table = edv.mmtb_table(pd.DataFrame(rows), edv.reference("table3"))
+    ours = table.ours.loc["EDV (Ensemble)"]
+    assert ours["All"].startswith("75.00") and ours["A_sgl"].startswith("100.00")
+    assert ours["A_clr"] == "50.00 ± 70.71" and ours["A_cht"] == "–"
+    assert table.paper.loc["EDV (Ensemble)", "All"] == 58.10

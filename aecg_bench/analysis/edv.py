@@ -260,7 +260,9 @@ def mind2web_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -
         columns=list(MAIN_ROWS.values()),
     )
     paper = ref.pivot_table(index=["benchmark", "metric"], columns="row", values="value", aggfunc="first")
-    paper = paper.reindex(columns=["upper_bound", *MAIN_ROWS])
+    order = [(b, m) for b in dict.fromkeys(ref["benchmark"]) for m in TABLE2_METRICS]
+    paper = paper.reindex(index=pd.MultiIndex.from_tuples(order), columns=["upper_bound", *MAIN_ROWS])
+    paper.index = pd.MultiIndex.from_tuples([(b, TABLE2_NAMES[m]) for b, m in order], names=["benchmark", "metric"])
     paper.columns = ["upper bound", *MAIN_ROWS.values()]
     comparison = _compare(summary, ref, ["benchmark", "metric", "row"]) if not summary.empty else summary
     return EdvTable(ours, paper, comparison, pd.concat(tests, ignore_index=True) if tests else pd.DataFrame())
