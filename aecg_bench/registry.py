@@ -23,6 +23,7 @@ REGISTRY: dict[str, dict[str, str]] = {
         "mbpp_plus": "aecg_bench.benchmarks.mbpp_plus:MbppPlusBenchmark",
         "mind2web": "aecg_bench.benchmarks.mind2web:Mind2WebBenchmark",
         "mmtb": "aecg_bench.benchmarks.mmtb:MmtbBenchmark",
+        "tau2": "aecg_bench.benchmarks.tau2:Tau2Benchmark",
     },
     "framework": {
         "single": "frameworks.single:SingleAgentFramework",

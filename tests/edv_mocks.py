@@ -80,6 +80,7 @@ class ScriptedRollout(Rollout):
     memory: MemoryMethod
     succeeds: tuple[str, ...] = ("ma",)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    opening: str = "A customer writes in."
 
     def __call__(
         self,
@@ -90,7 +91,7 @@ class ScriptedRollout(Rollout):
         use_memory: bool = True,
         usage_role: str | None = None,
     ) -> tuple[Episode, Score]:
-        query = RecallQuery(task=self.task, level="agent", agent="solver", role="actor")
+        query = RecallQuery(task=self.task, level="agent", agent="solver", role="actor", context=self.opening)
         recalled = [i.id for i in self.memory.recall(query)] if use_memory else []
         self.calls.append(
             {
@@ -103,7 +104,7 @@ class ScriptedRollout(Rollout):
             }
         )
         ok = model in self.succeeds
-        traj = Trajectory(task_id=self.task.id, framework="scripted", initial_observation="A customer writes in.")
+        traj = Trajectory(task_id=self.task.id, framework="scripted", initial_observation=self.opening)
         act = Action(kind="command", text=f"act of {model} #{sample_index}")
         traj.steps.append(Step(0, act, Observation("done" if ok else "refused")))
         return Episode(self.task, traj, Outcome(success=ok, value=float(ok))), Score(ok, float(ok))

@@ -7,6 +7,7 @@ import json
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import edv_mocks as em
 import numpy as np
@@ -439,11 +440,15 @@ def test_table4_configs_staff_the_roles_of_their_row(config, n_exec, distiller_i
 
 
 def test_table5_configs_change_routing_and_storage():
+    # one task type (RETAIL): construction shows mb is better, yet EDV-Fixed keeps its fixed solver
+    full, _ = edv({"ability_from": "labels"})
     fixed, _ = edv({**_config_params("edv_fixed"), "ability_from": "labels"})
-    for i in range(2):
-        t = em.task(f"t{i}", task_type=f"type{i}")
-        fixed.build(t, em.ScriptedRollout(t, fixed, succeeds=("mb",) if i else ("ma", "mb")))
-    assert fixed.select_model(em.task("q", task_type="type0")) == "mb"  # best over all types, not per type
+    for memory in (full, fixed):
+        for i in range(2):
+            t = em.task(f"t{i}", task_type="retail")
+            memory.build(t, em.ScriptedRollout(t, memory, succeeds=("mb",)))
+    assert full.select_model(em.task("q", task_type="retail")) == "mb"
+    assert fixed.select_model(em.task("q", task_type="retail")) == "ma"  # the pool's designated best backbone
     shared, _ = edv(_config_params("edv_only_shared"))
     shared.build(em.task(), em.ScriptedRollout(em.task(), shared))
     assert sorted(i["bank"] for i in shared.banks.items.values()) == ["shared", "shared"]
@@ -472,3 +477,19 @@ def test_online_variant_constructs_after_solving_and_never_without_a_rollout():
     assert memory.banks.items
     memory.observe(episode)  # no pending rollout any more
     assert events(services, "skip")[-1]["reason"] == "no_rollout"
+
+
+def test_retrieval_keys_on_what_the_task_presents_not_only_its_shared_instruction():
+    """Fix 4: identical instructions (tau2) must not hand every task the same first entries."""
+    instruction = "You are a customer service agent. Help the user according to the policy."
+    params = {"shared_threshold": 0.0, "private_threshold": 0.0, "top_k": 1}
+    memory, _ = edv(params)
+    for task_id, opening in [
+        ("cancel", "Hi, I need to cancel my pending order of office chairs."),
+        ("exchange", "Hello, I want to exchange my running shoes for a larger size."),
+    ]:
+        t = replace(em.task(task_id, instruction=instruction), mode="conversation")
+        memory.build(t, em.ScriptedRollout(t, memory, opening=opening))
+    asking = replace(em.task("new", instruction=instruction), mode="conversation")
+    query = em.RecallQuery(task=asking, level="agent", agent="solver", role="actor", context="Exchange my shoes?")
+    assert {i.metadata["source_task"] for i in memory.recall(query)} == {"exchange"}

@@ -67,6 +67,7 @@ def test_arms_pin_backbone_protocol_and_labels(tmp_path):
         cfg = _cfg(tmp_path, f"arm={arm}")
         assert (cfg.memory.name, cfg.protocol.mode) == (memory, mode), arm
         assert cfg.protocol.label_source == ("environment" if arm == "router" else "none"), arm
+        assert cfg.model.roles["user_simulator"] == "mock-solver", arm  # one tau2 user for every row
         if arm[-2:-1] == "b":
             label = pool[f"backbone_{arm[-1]}"]
             assert cfg.model.roles["default"] == label and cfg.model.label == label

@@ -24,7 +24,7 @@ EXPERIMENTS = (
     "fig6_threshold",
 )
 TAU2_RETAIL = ("tau2_retail",)
-# The benchmarks each experiment stands for (its config runs toy_tools until tau2 is on main).
+# The paper's benchmarks of each experiment (the smoke runs toy_tools in their place).
 PAPER_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "table1": ("tau2_airline", "tau2_retail", "tau2_telecom"),
     "table2": ("mind2web_cross_task", "mind2web_cross_website", "mind2web_cross_domain"),
@@ -35,7 +35,7 @@ PAPER_BENCHMARKS: dict[str, tuple[str, ...]] = {
     },
 }
 # (build tasks, test tasks). tau2: the release's task counts (airline 50, retail 114, telecom 114;
-# docs/benchmarks/tau2.md on the tau2 branch) halved by its train_fraction 0.5 (approximate: a hash
+# docs/benchmarks/tau2.md) halved by its train_fraction 0.5 (approximate: a hash
 # split). Mind2Web: train 1,009; test sets 252 / 177 / 912 (docs/benchmarks/mind2web.md). MMTB:
 # not known here (pass --size mmtb=BUILD,EVAL).
 PAPER_SIZES: dict[str, tuple[int, int] | None] = {

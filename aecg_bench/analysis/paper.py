@@ -43,9 +43,22 @@ MEMORIES = {
     "recorder": "Recorder (test)",
 }
 KEYS = ["framework", "benchmark", "memory"]
-# Roles whose calls act on the task; "user_simulator" is the environment's; every other role
-# (memory, judge, distiller, verifier, adjudicator) is memory-side.
-AGENT_ROLES = ("agent", "executor", "solver")
+# Roles whose calls act on the task: the frameworks' decision roles (their calls are accounted under
+# the decision's role, docs/frameworks/README.md) and EDV's executor/solver; "user_simulator" is the
+# environment's; every other role (memory, judge, distiller, verifier, adjudicator) is memory-side.
+FRAMEWORK_ROLES = (
+    "actor",
+    "planner",
+    "executor",
+    "critic",
+    "solver",
+    "helper",
+    "router",
+    "instructor",
+    "node",
+    "decider",
+)
+AGENT_ROLES = ("agent", *FRAMEWORK_ROLES)
 ENVIRONMENT_ROLES = ("user_simulator",)
 # Paper sample counts per benchmark (for cost estimates of the paper preset).
 PAPER_SIZES = {"pddl": 60, "fever": 100, "scienceworld": 90, "mbpp_plus": 378}
@@ -116,18 +129,22 @@ def build_table(
 
 
 def cost_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: samples, calls, agent-side and memory-side tokens, dollars."""
+    """Per cell: samples, calls, agent-side and memory-side tokens, dollars; then the agent-side
+    tokens split by role (`tokens_<role>`: planner, executor, critic, router, ...)."""
     data = df[df["phase"] == "eval"].copy()
     data["agent_tokens"] = _role_sum(data, "tokens_", AGENT_ROLES)
     data["memory_side_tokens"] = (
         _role_sum(data, "tokens_", None) - data["agent_tokens"] - _role_sum(data, "tokens_", ENVIRONMENT_ROLES)
     )
+    by_role = {c: (c, "sum") for c in data.columns if c.startswith("tokens_") and c[len("tokens_") :] in AGENT_ROLES}
+    data[list(by_role)] = data[list(by_role)].fillna(0)
     out = data.groupby(KEYS, sort=True).agg(
         samples=("sample_id", "count"),
         calls=("calls", "sum"),
         agent_tokens=("agent_tokens", "sum"),
         memory_side_tokens=("memory_side_tokens", "sum"),
         cost=("cost", "sum"),
+        **by_role,
     )
     return out.reset_index()
 

@@ -11,6 +11,7 @@ samples both ran (same ids and seeds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -141,3 +142,23 @@ def paired_difference(
         "ci_high": float(np.quantile(boots, 0.975)),
         "p_value": float(p),
     }
+
+
+def pass_hat_k(num_trials: int, successes: int, k: int) -> float:
+    """pass^k of one task: the chance that k trials drawn without replacement from its
+    `num_trials` all succeed, C(successes, k) / C(num_trials, k) (tau2-bench
+    metrics/agent_metrics.py, after Yao et al. 2024, arXiv 2406.12045)."""
+    if not 1 <= k <= num_trials:
+        raise ValueError(f"pass^k needs 1 <= k <= trials; got k={k} with {num_trials} trials")
+    if not 0 <= successes <= num_trials:
+        raise ValueError(f"successes {successes} outside 0..{num_trials}")
+    return math.comb(successes, k) / math.comb(num_trials, k)
+
+
+def mean_pass_hat_k(df: pd.DataFrame, k: int, *, task_col: str = "sample_id", success_col: str = "success") -> float:
+    """Mean pass^k over tasks, each task's trials being its rows (one per seed, the trial index).
+
+    Every task needs at least k trials; a missing success (infra error) counts as a failure.
+    """
+    by_task = df.groupby(task_col)[success_col].agg(lambda s: (len(s), int(s.fillna(False).astype(bool).sum())))
+    return float(np.mean([pass_hat_k(n, c, k) for n, c in by_task]))

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.usage import UsageMeter
-from aecg_bench.runner.build import RunPlan, environment_facts
+from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
     ItemResult,
     ReplayRollout,
@@ -38,7 +39,7 @@ from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
 from aecg_bench.runner.records import RunDir, done_positions, latest_by_position
 from aecg_bench.runner.tracking import Tracker
-from aecg_bench.types import Status
+from aecg_bench.types import DecisionNode, Status
 
 log = logging.getLogger("aecg_bench.run")
 
@@ -146,6 +147,11 @@ def _restore_state(
         start = snap.records_seq
     else:
         audit.truncate_to(0)
+        start_state = plan.config.protocol.start_state
+        if start_state is not None:  # warmup_snapshot protocol: every variant starts from the same state
+            state = load_start_state(start_state)
+            services.memory.load_state_dict(state["memory"])
+            services.framework.load_state_dict(state["framework"])
     by_position = {it.position: it for it in plan.stream}
     replayed = 0
     for rec in records[start:]:
@@ -234,6 +240,7 @@ def make_record(
         "steps": len(traj.steps) if traj else 0,
         "invalid_actions": traj.invalid_actions if traj else 0,
         "decisions": len(traj.decisions) if traj else 0,
+        "decisions_by": decision_counts(traj.decisions if traj else []),
         "recalled_memory_ids": traj.recalled_memory_ids() if traj else [],
         "n_rollouts": len(result.rollouts),
         "learned": result.learned,
@@ -244,6 +251,26 @@ def make_record(
         "started_at": started,
         "seconds": round(result.seconds, 4),
     }
+
+
+def decision_counts(decisions: Sequence[DecisionNode]) -> dict[str, dict[str, int]]:
+    """How many of a trajectory's decisions each level, agent and role made (AECG's scope results
+    depend on how many decisions each coordination level makes)."""
+    return {key: dict(Counter(getattr(d, key) for d in decisions)) for key in ("level", "agent", "role")}
+
+
+def decision_shares(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Decisions per level, agent and role summed over records, with each one's share of the total."""
+    totals: dict[str, Counter[str]] = {key: Counter() for key in ("level", "agent", "role")}
+    for r in records:
+        for key, counts in r.get("decisions_by", {}).items():
+            totals.setdefault(key, Counter()).update(counts)
+    n = sum(totals["level"].values())
+    out: dict[str, Any] = {"total": n}
+    for key, counts in totals.items():
+        out[f"by_{key}"] = dict(sorted(counts.items()))
+        out[f"share_by_{key}"] = {k: round(v / n, 4) for k, v in sorted(counts.items())} if n else {}
+    return out
 
 
 def _phase_ends(plan: RunPlan, item: StreamItem) -> bool:
@@ -275,6 +302,7 @@ def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, An
             "mean_value": (sum(r["value"] or 0.0 for r in ok_evals) / len(ok_evals)) if ok_evals else None,
         },
         "usage": {"total": totals, "by_role": total.by_role()},
+        "decisions": decision_shares(list(latest.values())),
         "cost": totals["cost"],
         "cache_hit_rate": (totals["cache_hits"] / totals["calls"]) if totals["calls"] else None,
         "failures": {

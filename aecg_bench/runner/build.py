@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -48,6 +49,11 @@ class RunPlan:
 def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
     """The ordered items of a run: build items (if any), then warm-up and eval items."""
     p = cfg.protocol
+    if p.mode == "build_then_freeze" and p.build_split == p.split:
+        raise ConfigError(
+            f"protocol.build_split and protocol.split are both {p.split!r}; build_then_freeze builds memory on "
+            "tasks that are never evaluated, so choose two different splits"
+        )
     splits = benchmark.splits()
     for split in {p.split, *([p.build_split] if p.mode == "build_then_freeze" else [])}:
         if split not in splits:
@@ -62,7 +68,11 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
         evals = evals[: p.limit]
     n_warm = round(len(evals) * p.warmup_fraction)
     for i, s in enumerate(evals):
-        items.append(StreamItem(len(items), "warmup" if i < n_warm else "eval", s))
+        phase = "warmup" if i < n_warm else "eval"
+        if p.phases in ("all", phase):  # one part of the stream only: positions count within it
+            items.append(StreamItem(len(items), phase, s))
+    if p.phases == "eval" and not items:
+        raise ConfigError(f"protocol.phases=eval leaves no eval items (warmup_fraction={p.warmup_fraction})")
     ids = [it.sample.id for it in items]
     if len(set(zip(ids, (it.phase for it in items), (it.epoch for it in items), strict=True))) != len(items):
         raise ConfigError(f"benchmark {benchmark.name!r} yields duplicate sample ids in one phase")
@@ -146,6 +156,7 @@ def make_header(
         "components": {"benchmark": benchmark.describe(), "framework": framework, "memory": memory},
         "data_hashes": benchmark.data_hashes(),
         "sample_list_hash": stable_hash(sample_list),
+        "start_state_hash": start_state_hash(cfg.protocol.start_state),
         "embedder": embedder.describe(),
     }
     identity["hash"] = stable_hash(identity)
@@ -171,6 +182,20 @@ def make_header(
         "price_table_version": PRICE_TABLE_VERSION,
         "environment": environment_facts(),
     }
+
+
+def start_state_hash(path: str | None) -> str | None:
+    """Hash of the state an eval-only run starts from (part of the run's identity)."""
+    if path is None:
+        return None
+    try:
+        return stable_hash(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"protocol.start_state {path!r} is not a readable JSON state: {exc}") from None
+
+
+def load_start_state(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def environment_facts() -> dict[str, Any]:

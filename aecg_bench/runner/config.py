@@ -54,6 +54,10 @@ class ProtocolConfig(_Strict):
     build_split: str = "train"
     build_epochs: int = Field(1, ge=1)
     warmup_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    # warmup_snapshot protocol (AECG mechanism tests): run only one part of the warm-up/eval stream;
+    # an eval-only run starts from `start_state` (a JSON file {"memory": ..., "framework": ...}).
+    phases: Literal["all", "warmup", "eval"] = "all"
+    start_state: str | None = None
     retrieval: Literal["per_task", "per_decision"] = "per_task"
     maintain_every: int = Field(10, ge=1)
     snapshot_every: int = Field(10, ge=1)
@@ -132,7 +136,9 @@ class RunConfig(_Strict):
 
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
-    return validate_params("config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "arm")})
+    return validate_params(
+        "config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism", "arm")}
+    )
 
 
 def validate_components(cfg: RunConfig) -> None:

@@ -68,7 +68,7 @@ from baselines.edv.distill import distill
 from baselines.edv.execute import Executed, execute
 from baselines.edv.pool import Assignment, DistillBy, Pool, StagePlan, VerifyBy
 from baselines.edv.verify import BankMode, Verdict, verify_items
-from baselines.index import embedder_of
+from baselines.index import RetrievalKey, embedder_of, task_key
 
 Routing = Literal["ability", "fixed", "best_overall"]
 AbilitySource = Literal["distiller", "labels"]
@@ -108,6 +108,10 @@ class EDVParams(Params):
     shared_threshold: float = Field(0.80, ge=-1, le=1, description="cosine for the shared bank (paper: 0.80)")
     private_threshold: float = Field(0.85, ge=-1, le=1, description="cosine for private banks (paper: 0.85)")
     index_text: IndexText = Field("task", description="what is embedded per item: task | item | task+item")
+    retrieval_key: RetrievalKey = Field(
+        "instruction+observation",
+        description="a task's key: instruction + opening (stored) / current (recalled) observation | instruction",
+    )
     exclude_same_task: bool = Field(True, description="never recall items distilled from the task being solved")
     prior_strength: float = Field(2.0, gt=0, description="Ability Matrix prior pseudo-observations")
     confidence: float = Field(1.0, ge=0, description="Ability Matrix ranks by mean - confidence * sd")
@@ -171,7 +175,7 @@ class EDVMemory(MemoryMethod):
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         p = self.params
         hits = self.banks.retrieve(
-            query.task.instruction,
+            task_key(query.task, query.context, p.retrieval_key),
             task_id=query.task.id,
             solver=self._acting,
             k=p.top_k,
@@ -257,7 +261,8 @@ class EDVMemory(MemoryMethod):
             show_outcome=p.show_outcomes,
         )
         assessed = self._ability_evidence(executed, distilled.assessed)
-        self._commit(task, visit, assignment, assessed, distilled.best, verdicts, events)
+        opening = executed[0].episode.trajectory.initial_observation if executed else ""
+        self._commit(task, visit, assignment, assessed, distilled.best, verdicts, events, opening)
 
     def _ability_evidence(self, executed: list[Executed], assessed: dict[int, bool]) -> list[tuple[str, bool]]:
         """(model, success) pairs the Ability Matrix learns from: the distiller's assessment of each
@@ -275,6 +280,7 @@ class EDVMemory(MemoryMethod):
         best: int | None,
         verdicts: list[Verdict],
         events: list[tuple[str, dict[str, Any]]],
+        opening: str,
     ) -> None:
         """Every state change and audit event of one construction, after all its LLM calls."""
         task_type = task_type_of(task)
@@ -319,7 +325,7 @@ class EDVMemory(MemoryMethod):
                     "content": item.content,
                     "task_id": task.id,
                     "task_type": task_type,
-                    "query": task.instruction,
+                    "query": task_key(task, opening, self.params.retrieval_key),
                     "bank": verdict.destination,
                     "owners": list(verdict.owners),
                     "distiller": assignment.distiller,
