@@ -20,7 +20,8 @@ JOBS ?= 2
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms report
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
+	reproduce-edv report
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -59,6 +60,16 @@ reproduce-table2:
 # AECG mechanism tests RQ2-RQ4 -> Table 3, Figures 3 and 4. PRESET=smoke runs the scripted mock world (offline).
 reproduce-mechanisms:
 	$(BIN)/python scripts/reproduce.py mechanisms $(REPRODUCE_ARGS)
+
+# EDV Tables 1-5, sec. 5.4, Figures 4-6 (docs/memory/edv.md "Reproducing the paper"). PRESET=smoke (default
+# without EDV_*_API_BASE: toy_tools, ONE embedded model x3 temperatures) | paper (conf/model/edv_pool_paper.yaml);
+# ONLY=table1,fig4_epochs; POOL=<model config>; DRY_RUN=1 prices the paper preset from the smoke runs.
+ONLY ?=
+POOL ?=
+reproduce-edv:
+	$(BIN)/python scripts/reproduce.py edv $(if $(PRESET),--preset $(PRESET)) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(POOL),--pool $(POOL)) \
+		$(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
 # One static page (results/report/index.html + report.md) with every table and figure the results can fill.
 report:

@@ -21,7 +21,7 @@ from typing import Any
 from aecg_bench.errors import AecgBenchError, ConfigError, RunRefused, one_line, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset")
+GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset", "arm")
 log = logging.getLogger("aecg_bench.run")
 
 

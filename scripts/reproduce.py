@@ -2,6 +2,8 @@
 
     python scripts/reproduce.py table1 [--preset smoke|paper] [--model ID] [--memory-model ID]
                                        [--jobs N] [--dry-run]
+    python scripts/reproduce.py edv [--preset smoke|paper] [--only table1,fig4_epochs] [--pool NAME]
+                                    [--jobs N] [--dry-run [--price IN,OUT] [--size BENCH=BUILD,EVAL]]
 
 With no model configured (no --model and no OPENAI_API_KEY) the smoke preset
 runs: the same grid with the embedded model, offline; its numbers only show
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLES = {
     "table1": ("aecg_table1", "scripts/make_table1.py"),
     "table2": ("aecg_table2", "scripts/make_table2.py"),
+    "edv": ("edv", "scripts/make_edv_tables.py"),
 }
 
 
@@ -37,8 +40,14 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("AECG_JOBS", "2")))
     parser.add_argument("--results-root", default="results")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--only", default=None, help="edv: comma-separated experiments (default: all)")
+    parser.add_argument("--pool", default=None, help="edv: model config of the pool (smoke: edv_pool_local)")
+    parser.add_argument("--price", default=None, help="edv --dry-run: IN,OUT dollars per million tokens")
+    parser.add_argument("--size", action="append", default=[], help="edv --dry-run: BENCH=BUILD,EVAL tasks")
     args = parser.parse_args()
 
+    if args.table == "edv":
+        return reproduce_edv(args)
     experiment, table_script = TABLES.get(args.table, ("aecg_mechanisms", "scripts/make_mechanisms.py"))
     configured = bool(args.model or os.environ.get("OPENAI_API_KEY"))
     preset = args.preset or ("paper" if configured else "smoke")
@@ -149,6 +158,90 @@ def dry_run(experiment: str, args: argparse.Namespace) -> int:
     shown = est.astype({"calls": int, "tokens": int}).round({"dollars": 2})
     print(shown.to_markdown(index=False, intfmt=","))
     print(f"\nTotal: {est['calls'].sum():,.0f} calls, {est['tokens'].sum():,.0f} tokens, ${est['dollars'].sum():,.2f}")
+    return 0
+
+
+def reproduce_edv(args: argparse.Namespace) -> int:
+    """EDV's Tables 1-5, sec. 5.4 and Figures 4-6: every sweep (resumable), then tables and figures.
+
+    smoke (default without EDV_*_API_BASE): toy_tools, one seed, the embedded-model pool
+    (edv_pool_local: ONE model under three temperatures) or --pool; paper: the experiment configs
+    as they are (edv_pool_paper, seeds 0-2). See docs/memory/edv.md "Reproducing the paper"."""
+    from aecg_bench.analysis.edv_plan import EXPERIMENTS, smoke_overrides
+
+    configured = any(os.environ.get(f"EDV_{m}_API_BASE") for m in ("MINIMAX", "MIMO", "GLM"))
+    preset = args.preset or ("paper" if configured else "smoke")
+    only = args.only.split(",") if args.only else list(EXPERIMENTS)
+    unknown = sorted(set(only) - set(EXPERIMENTS))
+    if unknown:
+        print(f"error: unknown EDV experiment {unknown[0]!r}; valid choices: {', '.join(EXPERIMENTS)}")
+        return 2
+    if args.dry_run:
+        return dry_run_edv(args, only)
+    if preset == "smoke" and not args.preset:
+        print(
+            "No EDV pool configured (no EDV_MINIMAX/MIMO/GLM_API_BASE): running the SMOKE preset on toy_tools with "
+            "ONE embedded model under three temperatures, offline. It only shows the pipeline works; no EDV claim. "
+            "Point conf/model/edv_pool_paper.yaml at the three models and use PRESET=paper for a reproduction.\n"
+        )
+    suffix = "-smoke" if preset == "smoke" else ""
+    code = 0
+    for name in only:
+        overrides = [
+            f"experiment=edv_{name}",
+            f"runtime.results_root={args.results_root}",
+            f"hydra.launcher.n_jobs={args.jobs}",
+        ]
+        if preset == "smoke":
+            overrides += smoke_overrides(name)
+        if args.pool:
+            overrides.append(f"model={args.pool}")
+        cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
+        print("$", " ".join(cmd), flush=True)
+        rc = subprocess.run(cmd, cwd=ROOT).returncode
+        if rc:
+            print(f"the edv_{name} sweep exited with code {rc}; rendering what finished (rerun to resume)")
+            code = code or rc
+    renderers = {"scripts/make_edv_tables.py": False, "scripts/make_edv_figures.py": True}
+    for script, figures in renderers.items():
+        if any(name.startswith("fig") == figures for name in only):
+            cmd = [sys.executable, script, args.results_root, f"--suffix={suffix}"]
+            code = code or subprocess.run(cmd, cwd=ROOT).returncode
+    return code
+
+
+def dry_run_edv(args: argparse.Namespace, only: list[str]) -> int:
+    """Calls, tokens and dollars of the paper preset, scaled from the smoke runs' measured usage."""
+    from aecg_bench.analysis.edv_plan import DEFAULT_PRICE, estimate, parse_sizes
+
+    price = tuple(float(p) for p in args.price.split(",")) if args.price else DEFAULT_PRICE
+    try:
+        sizes = parse_sizes(args.size)
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    est = estimate(Path(args.results_root), only, price=(price[0], price[1]), sizes=sizes)
+    if est.empty:
+        print(
+            f"no EDV smoke results under {args.results_root}: run `make reproduce-edv` first (offline, "
+            "toy_tools), then the dry run prices the paper preset from it."
+        )
+        return 2
+    print(
+        "Estimated usage of the EDV paper preset (3 seeds, the paper's benchmarks at the sizes below), scaled from "
+        "the smoke runs' tokens per build and per test task on toy_tools. A rough lower-bound guide: tau2 and "
+        f"Mind2Web tasks are longer than toy_tools'. Dollars at ${price[0]}/M input, ${price[1]}/M output tokens "
+        "for every pool model (default: MiniMax-M2.1's list price as documented for litellm's MiniMax provider; "
+        "pass --price IN,OUT for yours; self-hosted vLLM costs GPU hours instead).\n"
+    )
+    shown = est.astype({"calls": int, "tokens": int}).round({"dollars": 2})
+    print(shown.to_markdown(index=False, intfmt=","))
+    known = est[est["dollars"].notna()]
+    print(
+        f"\nTotal: {known['calls'].sum():,.0f} calls, {known['tokens'].sum():,.0f} tokens, ${known['dollars'].sum():,.2f}"
+    )
+    if len(known) < len(est):
+        print("Rows without a size (nan) are not in the total: pass --size BENCH=BUILD,EVAL.")
     return 0
 
 

@@ -103,6 +103,7 @@ def _row(header: dict[str, Any], config: dict[str, str], rec: dict[str, Any], ru
         "decisions": rec["decisions"],
         "n_rollouts": rec.get("n_rollouts", 1),
         "n_recalled": len(rec.get("recalled_memory_ids", [])),
+        "recalled_memory_ids": list(rec.get("recalled_memory_ids", [])),
         "seconds": rec.get("seconds"),
         "input_tokens": usage["total"]["input_tokens"],
         "output_tokens": usage["total"]["output_tokens"],

@@ -1,0 +1,362 @@
+"""EDV's reproduction: the experiment grids (conf/experiment/edv_*, conf/arm/), the tables and
+figures beside the paper's (aecg_bench/analysis/edv.py, scripts/make_edv_*.py) and the dry run.
+
+Default tier: a five-arm Table 1 sweep with the scripted mock pool (conf/model/edv_pool_mock.yaml)
+run in process, and hand-built results where a number must come out exactly. Slow tier: `reproduce.py
+edv --preset smoke --pool edv_pool_mock` renders all five tables and three figures, then the dry run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, compose
+
+from aecg_bench.analysis import edv
+from aecg_bench.analysis.edv_plan import estimate, parse_sizes
+from aecg_bench.analysis.load import load
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.config import parse_run_config
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TINY = ("model=edv_pool_mock", "benchmark=toy_tools", "benchmark.params.size=2", "benchmark.params.train_size=2")
+ARMS = ("nm_b1", "nm_b2", "rb_b1", "judge", "router", "edv")
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}  # the scripts import this checkout's package
+
+
+def _cfg(tmp: Path, *overrides: str):
+    return parse_run_config(compose(["experiment=edv_table1", *TINY, *overrides], tmp))
+
+
+@pytest.fixture(scope="module")
+def table1_root(tmp_path_factory) -> Path:
+    """A one-seed Table 1 sweep on toy_tools with the scripted pool (six arms, ~3 s)."""
+    root = tmp_path_factory.mktemp("edv")
+    for arm in ARMS:
+        run_from_config(compose(["experiment=edv_table1", f"arm={arm}", *TINY], root))
+    return root
+
+
+def test_arms_pin_backbone_protocol_and_labels(tmp_path):
+    """Single-backbone rows send every call to pool backbone i under its own label; ensemble rows
+    keep the pool; each row runs its paper's protocol; only the Router learns from the environment."""
+    pool = {"backbone_1": "mock-solver", "backbone_2": "mock-idle", "backbone_3": "mock-skeptic"}
+    for arm, (memory, mode) in {
+        "nm_b2": ("no_memory", "online"),
+        "rb_b3": ("reasoningbank", "build_then_freeze"),
+        "judge": ("judge", "online"),
+        "router": ("router", "build_then_freeze"),
+        "edv": ("edv", "build_then_freeze"),
+    }.items():
+        cfg = _cfg(tmp_path, f"arm={arm}")
+        assert (cfg.memory.name, cfg.protocol.mode) == (memory, mode), arm
+        assert cfg.protocol.label_source == ("environment" if arm == "router" else "none"), arm
+        assert cfg.model.roles["user_simulator"] == "mock-solver", arm  # one tau2 user for every row
+        if arm[-2:-1] == "b":
+            label = pool[f"backbone_{arm[-1]}"]
+            assert cfg.model.roles["default"] == label and cfg.model.label == label
+        else:
+            assert cfg.model.label == "edv-pool-mock" and cfg.model.roles["default"] == "mock-solver"
+
+
+def test_sweep_points_get_their_own_results_folders(tmp_path):
+    from aecg_bench.runner.build import memory_label
+
+    labels = {
+        memory_label(parse_run_config(compose([f"experiment=edv_{e}", *TINY, *o], tmp_path)))
+        for e, o in [
+            ("fig4_epochs", ["arm=edv", "protocol.build_epochs=2"]),
+            ("fig4_epochs", ["arm=edv", "protocol.build_epochs=3"]),
+            ("fig5_topk", ["arm=rb_b3", "memory.params.top_k=0"]),
+            ("fig5_topk", ["arm=rb_b3", "memory.params.top_k=2"]),
+            ("fig6_threshold", ["arm=edv_tau60"]),
+            ("fig6_threshold", ["arm=edv_tau90"]),
+        ]
+    }
+    assert labels == {
+        "edv_epochs2",
+        "edv_epochs3",
+        "reasoningbank_top0_build_then_freeze",
+        "reasoningbank_top2_build_then_freeze",
+        "edv_tau0.60",
+        "edv_tau0.90",
+    }
+    tau = parse_run_config(compose(["experiment=edv_fig6_threshold", *TINY, "arm=edv_tau70"], tmp_path))
+    assert (tau.memory.params["shared_threshold"], tau.memory.params["private_threshold"]) == (0.70, 0.75)
+
+
+def test_an_arm_on_a_model_config_without_backbones_fails_in_one_line(tmp_path):
+    cfg = parse_run_config(compose(["arm=nm_b1"], tmp_path))
+    with pytest.raises(Exception, match="no-backbone_1-role"):
+        cfg.model.specs()
+
+
+def test_table1_rows_tests_and_paper_side_by_side(table1_root):
+    df = edv.annotate(load(table1_root / "edv_table1"))
+    assert set(df["row"]) == set(ARMS)
+    assert set(df.loc[df["row"] == "nm_b2", "model"]) == {"mock-idle"}
+    table = edv.main_table(df, edv.reference("table1"), n_boot=200)
+    # mock-idle never acts: NM on backbone 2 fails every task; the oracle backbone 1 solves them
+    assert table.ours.loc["NM (backbone 2)", "toy_tools"].startswith("0.00")
+    assert table.ours.loc["NM (backbone 1)", "toy_tools"].startswith("100.00")
+    assert table.ours.loc["RB (backbone 3)", "toy_tools"] == "–"  # not run: shown, not dropped
+    assert table.paper.loc["EDV (Ensemble)", "tau2_retail"] == 88.6
+    assert list(table.paper.columns) == ["tau2_airline", "tau2_retail", "tau2_telecom", "avg"]
+    test = table.tests.iloc[0]
+    summary = edv.cells(df, ["benchmark", "row"], n_boot=50).set_index("row")["mean"]
+    baselines = summary.drop("edv")
+    assert summary[test["strongest_baseline"]] == baselines.max()
+    assert test["mean_diff"] == pytest.approx(summary["edv"] - baselines.max())
+    assert test["n"] == 2
+
+
+def test_make_edv_tables_writes_every_present_table(table1_root, tmp_path):
+    root = tmp_path / "results"
+    for name in ("table1", "table2", "table3", "table5", "contamination"):
+        shutil.copytree(table1_root / "edv_table1", root / f"edv_{name}")
+    shutil.copytree(
+        table1_root / "edv_table1" / "toy_tools" / "single" / "edv", root / "edv_table4/toy_tools/single/edv"
+    )
+    tables = root / "edv_tables"
+    written = _script("make_edv_tables").render(root, "", tables, n_boot=50)
+    assert len(written) == 6
+    for name in ("table1", "table2", "table3", "table4", "table5", "contamination"):
+        text = (tables / f"{name}.md").read_text()
+        assert "## The paper" in text and "## Paired tests" in text, name
+    assert "88.6" in (tables / "table4.md").read_text()
+    assert "Inference tokens vs RB" in (tables / "table1.md").read_text()
+    assert "Retrieval per bank" in (tables / "table5.md").read_text()
+
+
+def test_audit_sheet_is_blind_and_keyed(table1_root, tmp_path):
+    df = edv.annotate(load(table1_root / "edv_table1"))
+    items = edv.audit_items(df)
+    assert set(items["row"]) <= {"edv", "rb_b1"} and len(items) > 0
+    sheet, key = edv.audit_sheets(items, seed=1)
+    assert list(sheet.columns) == ["item_key", "title", "description", "content", *edv.AUDIT_DIMENSIONS, "notes"]
+    assert not ({"row", "run_dir", "where"} & set(sheet.columns))
+    assert set(sheet["item_key"]) == set(key["item_key"])
+    joined = sheet.merge(key, on="item_key")
+    assert sorted(joined["memory_id"]) == sorted(items["memory_id"])
+    # rate every EDV item 5 and every RB item 1: the scores come back per method beside the paper's
+    joined["groundedness_correctness"] = [1 if r.startswith("rb") else 5 for r in joined["row"]]
+    scores = edv.audit_scores(joined[sheet.columns], key)
+    g = scores[scores["quantity"] == "groundedness_correctness"].set_index("method")
+    assert g.loc["edv", "paper"] == 4.41
+    if "rb" in set(joined["row"].str[:2]):
+        assert g.loc["rb", "mean"] == 1
+    assert g.loc["edv", "mean"] == 5
+
+
+def _run(tmp: Path, name: str, state: dict, records: list[dict], method: str = "edv", row: str = "edv") -> list[dict]:
+    run_dir = tmp / name
+    (run_dir / "memory").mkdir(parents=True)
+    (run_dir / "memory" / "snapshot-000003.json").write_text(json.dumps({"state": {"memory": state}}))
+    return [
+        {"benchmark": "b", "row": row, "seed": 0, "run_dir": str(run_dir), "method": method, "phase": "eval", **r}
+        for r in records
+    ]
+
+
+def test_bank_retrieval_rate_gain_and_contribution(tmp_path):
+    state = {"items": [{"id": "edv-0", "bank": "shared"}, {"id": "edv-1", "bank": "private"}]}
+    recs = [
+        {"recalled_memory_ids": ["edv-0"], "success": True},
+        {"recalled_memory_ids": ["edv-0", "edv-1"], "success": True},
+        {"recalled_memory_ids": ["edv-0"], "success": False},
+        {"recalled_memory_ids": [], "success": False},
+    ]
+    out = edv.bank_retrieval(pd.DataFrame(_run(tmp_path, "r", state, recs))).set_index("bank")
+    # shared: 3/4 of tasks, success 2/3 with vs 0/1 without
+    assert out.loc["shared", "retrieval_rate_pct"] == 75
+    assert out.loc["shared", "gain_per_hit_pct"] == pytest.approx(100 * 2 / 3)
+    assert out.loc["shared", "contribution_pct"] == pytest.approx(75 * 2 / 3)
+    # private: 1/4 of tasks, success 1/1 with vs 1/3 without
+    assert out.loc["private", "retrieval_rate_pct"] == 25
+    assert out.loc["private", "gain_per_hit_pct"] == pytest.approx(100 * 2 / 3)
+
+
+def test_contamination_recall_share_counts_items_of_injected_entries(tmp_path):
+    state = {
+        "entries": [
+            {"id": "rb-0", "origin": "induced", "items": [{}, {}, {}]},
+            {"id": "rb-1", "origin": "contamination", "items": [{}]},
+            {"id": "rb-2", "origin": "induced", "items": [{}]},
+        ]
+    }
+    recs = [{"recalled_memory_ids": ["rb-1-0"]}, {"recalled_memory_ids": ["rb-0-0", "rb-0-1", "rb-2-0"]}]
+    out = edv.contamination_recall(
+        pd.DataFrame(_run(tmp_path, "c", state, recs, method="reasoningbank_contaminated"))
+    ).iloc[0]
+    assert out["injected_stored_pct"] == 20 and out["injected_recalled_pct"] == 25
+
+
+def test_inference_tokens_leave_out_the_user_simulator():
+    rows = [
+        {
+            "benchmark": "b",
+            "row": "edv",
+            "phase": "eval",
+            "input_tokens": 700,
+            "output_tokens": 100,
+            "tokens_user_simulator": 50,
+        },
+        {
+            "benchmark": "b",
+            "row": "rb_b1",
+            "phase": "eval",
+            "input_tokens": 900,
+            "output_tokens": 100,
+            "tokens_user_simulator": 0,
+        },
+        {
+            "benchmark": "b",
+            "row": "rb_b2",
+            "phase": "eval",
+            "input_tokens": 1400,
+            "output_tokens": 100,
+            "tokens_user_simulator": 500,
+        },
+        {
+            "benchmark": "b",
+            "row": "rb_b1",
+            "phase": "build",
+            "input_tokens": 9999,
+            "output_tokens": 0,
+            "tokens_user_simulator": 0,
+        },
+    ]
+    out = edv.inference_tokens(pd.DataFrame(rows)).set_index("vs")
+    assert out.loc["rb_b1", "edv_tokens_per_task"] == 750
+    assert out.loc["rb_b2", "rb_tokens_per_task"] == 1000
+    assert out.loc["rb_mean", "reduction_pct"] == 25.0
+
+
+def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
+    root = tmp_path / "r"
+    run = root / "edv_table4-smoke/toy_tools/single/edv/pool/seed=0"
+    run.mkdir(parents=True)
+    header = {
+        "labels": {
+            "experiment": "edv_table4-smoke",
+            "benchmark": "toy_tools",
+            "framework": "single",
+            "memory": "edv",
+            "model": "pool",
+            "seed": 0,
+        },
+        "n_eval": 1,
+        "status": "complete",
+    }
+    (run / "run.json").write_text(json.dumps(header))
+
+    def rec(pos: int, phase: str, calls: int, tin: int, tout: int) -> str:
+        usage = {"total": {"input_tokens": tin, "output_tokens": tout, "calls": calls, "cost": 0.0}, "by_role": {}}
+        r = {
+            "position": pos,
+            "attempt": 1,
+            "sample_id": str(pos),
+            "phase": phase,
+            "epoch": 0,
+            "status": "ok",
+            "success": True,
+            "value": 1.0,
+            "steps": 1,
+            "invalid_actions": 0,
+            "decisions": 1,
+            "usage": usage,
+        }
+        return json.dumps(r)
+
+    (run / "samples.jsonl").write_text("\n".join([rec(0, "build", 10, 1000, 100), rec(1, "eval", 2, 200, 10)]) + "\n")
+    est = estimate(root, ["table4"], price=(1.0, 2.0), sizes=parse_sizes(["tau2_retail=5,7"])).iloc[0]
+    assert est["benchmark"] == "tau2_retail" and est["tasks"] == 3 * (5 + 7)
+    assert est["calls"] == 3 * (5 * 10 + 7 * 2)
+    assert est["tokens"] == 3 * (5 * 1100 + 7 * 210)
+    assert est["dollars"] == pytest.approx(3 * (5 * (1000 + 200) + 7 * (200 + 20)) / 1e6)
+    with pytest.raises(ValueError, match="bad --size 'mmtb=x'"):
+        parse_sizes(["mmtb=x"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_the_paper(tmp_path):
+    """The acceptance path: every EDV sweep at smoke size with the scripted pool, all five tables,
+    sec. 5.4 and the three figures; then DRY_RUN prices the paper preset from those runs."""
+    root = tmp_path / "results"
+    cmd = [
+        sys.executable,
+        "scripts/reproduce.py",
+        "edv",
+        "--preset",
+        "smoke",
+        "--pool",
+        "edv_pool_mock",
+        "--results-root",
+        str(root),
+        "--jobs",
+        "1",
+    ]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1700, env=ENV)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    tables = root / "edv_tables-smoke"
+    for name in ("table1", "table2", "table3", "table4", "table5", "contamination"):
+        assert (tables / f"{name}.md").exists(), name
+    for name in ("fig4_epochs", "fig5_topk", "fig6_threshold"):
+        assert (tables / f"{name}.png").stat().st_size > 0 and (tables / f"{name}.csv").exists()
+    assert len(pd.read_csv(tables / "fig4_epochs.csv")) == 8  # 2 methods x 4 epochs
+    dry = subprocess.run(
+        [*cmd[:3], "--dry-run", "--results-root", str(root)], cwd=REPO, capture_output=True, text=True, env=ENV
+    )
+    assert dry.returncode == 0 and "Total:" in dry.stdout and "$" in dry.stdout
+    assert set(pd.read_csv(tables / "table1_vs_paper.csv")["row"]) == set(edv.MAIN_ROWS)
+
+
+def test_mmtb_table_uses_mmtbs_own_rates_per_seed():
+    """Table 3 from per-mission metrics: rates over each mission type, then mean over seeds."""
+    kinds = ("single", "multi", "chat", "clarify", "parallel", "serial", "serial_parallel")
+
+    def mission(seed: int, kind: str, ok: bool) -> dict:
+        flags = {f"metric_is_{k}": float(k == kind) for k in kinds}
+        return {
+            "benchmark": "mmtb",
+            "row": "edv",
+            "seed": seed,
+            "phase": "eval",
+            "success": ok,
+            "status": "ok",
+            "sample_id": f"{kind}-{seed}",
+            "metric_success": float(ok),
+            "metric_optimal": 0.0,
+            "metric_progress_steps": 0.0,
+            "metric_progress_total": 0.0,
+            **flags,
+        }
+
+    rows = [
+        mission(0, "single", True),
+        mission(0, "clarify", False),
+        mission(1, "single", True),
+        mission(1, "clarify", True),
+    ]
+    table = edv.mmtb_table(pd.DataFrame(rows), edv.reference("table3"))
+    ours = table.ours.loc["EDV (Ensemble)"]
+    assert ours["All"].startswith("75.00") and ours["A_sgl"].startswith("100.00")
+    assert ours["A_clr"] == "50.00 ± 70.71" and ours["A_cht"] == "–"
+    assert table.paper.loc["EDV (Ensemble)", "All"] == 58.10
