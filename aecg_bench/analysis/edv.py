@@ -142,7 +142,11 @@ def cells(df: pd.DataFrame, by: list[str], *, metric: str = "success", n_boot: i
 
 def paired(df: pd.DataFrame, a: str, b: str, *, metric: str = "success", n_boot: int = 2000) -> dict[str, float]:
     """Paired difference a - b over the samples both rows ran (same benchmark, seed and sample), in points."""
-    frame = df.assign(memory=df["row"], model="-", framework="-", experiment="-")
+    # rows differ in model, assignment and protocol by design (NM online on one backbone, EDV built
+    # then frozen on the pool): pair them on benchmark, seed and sample only
+    frame = df.assign(
+        memory=df["row"], model="-", framework="-", experiment="-", assignment="-", protocol="-", preset="-"
+    )
     res = paired_difference(frame, "memory", a, b, metric=metric, n_boot=n_boot)
     for key in ("mean_diff", "ci_low", "ci_high"):
         res[key] *= 100
