@@ -4,16 +4,26 @@ Key: sha256 of the canonical JSON of {key version, provider, model id, api
 base, messages, tools, generation parameters (no transport settings), seed,
 sample_index, scope}. Modes: `off`, `read_write`, `read_only` (a miss raises
 `CacheMissError` naming the key). Errors and empty outputs are never stored.
+The first writer of a key wins: a later `put` of the same key keeps the stored
+answer and hands it back, so concurrent processes that raced on one call all
+continue with the same answer.
 
 One connection per thread (SQLite connections are not shareable), WAL so
-readers never block the writer, and several processes (Hydra multirun jobs)
-may share one file.
+readers never block the writer, and several processes on one machine (Hydra
+multirun jobs) may share one file. SQLite on a network file system is unsafe
+for concurrent writers (its locks are unreliable there, and WAL needs shared
+memory), so jobs of a cluster write shards instead (`shard=`): each process
+writes its own file under `<cache>.shards/` in rollback-journal mode and reads
+the main cache as an immutable file; `merge_shards` folds the shards into the
+main cache after the sweep, the earliest answer for a key winning.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -42,64 +52,96 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def shard_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".shards")
+
+
+def shard_name() -> str:
+    """One shard per process: host and pid (a requeued job is a new process with a new shard)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
 class ResponseCache:
-    def __init__(self, path: Path | None, mode: CacheMode = "read_write") -> None:
+    def __init__(self, path: Path | None, mode: CacheMode = "read_write", *, shard: str | None = None) -> None:
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; valid choices: {', '.join(CACHE_MODES)}")
         if mode != "off" and path is None:
             raise ConfigError(f"cache mode {mode!r} needs a cache path")
         self.path = path
         self.mode: CacheMode = mode
+        # Where this process writes: the main file, or its own shard next to it.
+        self.write_path = shard_dir(path) / f"{shard}.sqlite" if shard and path and mode == "read_write" else path
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
         if mode == "read_only" and path is not None and not path.exists():
             raise CacheMissError(f"read_only cache {path} does not exist")
-        if mode != "off" and path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn()  # create the schema up front
+        if mode != "off" and self.write_path is not None:
+            self.write_path.parent.mkdir(parents=True, exist_ok=True)
+            self._conns()  # create the schema up front
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            assert self.path is not None
-            uri = f"file:{self.path}?mode=ro" if self.mode == "read_only" else f"file:{self.path}"
-            conn = sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None, check_same_thread=False)
-            if self.mode != "read_only":
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(_SCHEMA)
-            self._local.conn = conn
-        return conn
+    @property
+    def sharded(self) -> bool:
+        return self.write_path != self.path
+
+    def _conns(self) -> list[sqlite3.Connection]:
+        """This thread's connections, the one written to first."""
+        conns = getattr(self._local, "conns", None)
+        if conns is None:
+            assert self.path is not None and self.write_path is not None
+            if self.mode == "read_only":
+                conns = [_connect(f"file:{self.path}?mode=ro")]
+            elif not self.sharded:
+                conns = [_writable(self.path, "WAL")]
+            else:
+                conns = [_writable(self.write_path, "DELETE")]  # one writer per shard: no shared memory needed
+                if self.path.exists():
+                    conns.append(_connect(_read_only_uri(self.path)))
+            self._local.conns = conns
+        return conns
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored response, or None (mode off, or a miss in read_write)."""
         if self.mode == "off":
             return None
-        row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            self.misses += 1
-            if self.mode == "read_only":
-                raise CacheMissError(
-                    f"cache miss in read_only mode for key {key} (cache {self.path}); "
-                    "rerun with runtime.cache.mode=read_write to fill it"
-                )
-            return None
-        self.hits += 1
-        return json.loads(row[0])
+        for conn in reversed(self._conns()):  # main cache before this process's shard
+            row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                self.hits += 1
+                return json.loads(row[0])
+        self.misses += 1
+        if self.mode == "read_only":
+            raise CacheMissError(
+                f"cache miss in read_only mode for key {key} (cache {self.path}); "
+                "rerun with runtime.cache.mode=read_write to fill it"
+            )
+        return None
 
-    def put(self, key: str, model: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, model: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        """Store `value` unless the key is already stored; returns the stored (winning) value
+        (None when this cache does not write)."""
         if self.mode != "read_write":
-            return
-        self._conn().execute(
-            "INSERT OR REPLACE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
+            return None
+        conn = self._conns()[0]
+        conn.execute(
+            "INSERT OR IGNORE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
             (key, model, json.dumps(value, ensure_ascii=False), time.time()),
         )
+        row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0])
+
+    def _rows(self) -> dict[str, tuple[str, str, str, float]]:
+        rows: dict[str, tuple[str, str, str, float]] = {}
+        for conn in self._conns():  # own shard first, then the main cache (which wins)
+            rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
+        return rows
 
     def __len__(self) -> int:
         if self.mode == "off":
             return 0
-        return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        if not self.sharded:
+            return self._conns()[0].execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return len(self._rows())
 
     def export(self, dest: Path, keys: set[str] | None = None) -> int:
         """Copy entries (all, or the given keys) into a new cache file: a replay bundle."""
@@ -108,10 +150,69 @@ class ResponseCache:
         dest.parent.mkdir(parents=True, exist_ok=True)
         out = sqlite3.connect(dest, isolation_level=None)
         out.execute(_SCHEMA)
-        rows = self._conn().execute("SELECT key, model, value, created FROM responses").fetchall()
-        chosen = [r for r in rows if keys is None or r[0] in keys]
+        chosen = [r for k, r in self._rows().items() if keys is None or k in keys]
         out.execute("BEGIN")
         out.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", chosen)
         out.execute("COMMIT")
         out.close()
         return len(chosen)
+
+
+def merge_shards(path: Path) -> tuple[int, int]:
+    """Fold every shard of the cache at `path` into it; the earliest answer for a key wins, whatever the
+    order of merging. Idempotent (shards are kept). Returns (shards merged, entries added)."""
+    shards = sorted(shard_dir(path).glob("*.sqlite"))
+    main = _writable(path, "WAL")
+    before = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    for shard in shards:
+        main.execute("ATTACH DATABASE ? AS shard", (f"file:{shard}?mode=ro",))
+        main.execute("BEGIN IMMEDIATE")
+        main.execute(
+            "INSERT INTO responses SELECT key, model, value, created FROM shard.responses WHERE true "
+            "ON CONFLICT(key) DO UPDATE SET model = excluded.model, value = excluded.value, created = excluded.created "
+            "WHERE excluded.created < responses.created"
+        )
+        main.execute("COMMIT")
+        main.execute("DETACH DATABASE shard")
+    after = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    main.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # readers that open it immutable see everything
+    main.close()
+    return len(shards), after - before
+
+
+def _read_only_uri(path: Path) -> str:
+    """The main cache as sharded processes read it: immutable (no locks, no shared memory, safe on a network
+    file system) when everything is checkpointed into the file, as `merge_shards` leaves it; read-only with
+    locks while a writer on this machine still holds entries in its write-ahead log."""
+    wal = path.with_name(path.name + "-wal")
+    pending = wal.exists() and wal.stat().st_size > 0
+    return f"file:{path}?mode=ro" if pending else f"file:{path}?mode=ro&immutable=1"
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None, check_same_thread=False)
+
+
+def _writable(path: Path, journal: str) -> sqlite3.Connection:
+    conn = _connect(f"file:{path}")
+    conn.execute(f"PRAGMA journal_mode={journal}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m aecg_bench.llm.cache merge results/.cache/llm.sqlite`: fold a cluster sweep's shards."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("command", choices=["merge"])
+    parser.add_argument("path", type=Path)
+    args = parser.parse_args(argv)
+    n_shards, added = merge_shards(args.path)
+    print(f"merged {n_shards} shards into {args.path}: {added} new entries")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

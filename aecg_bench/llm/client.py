@@ -18,6 +18,7 @@ what each sample cost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import threading
 import time
@@ -36,6 +37,7 @@ from aecg_bench.llm.providers import (
     Request,
     TransientProviderError,
 )
+from aecg_bench.llm.ratelimit import SharedRateLimiter, estimate_tokens
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
@@ -70,6 +72,7 @@ class _Shared:
         retry: RetryPolicy,
         providers: dict[str, Provider] | None,
         sleep: Callable[[float], None],
+        rate_limiter: SharedRateLimiter | None,
     ) -> None:
         self.models = models
         self.roles = roles
@@ -83,6 +86,10 @@ class _Shared:
         self.providers = providers
         self.limits = {label: threading.BoundedSemaphore(spec.max_concurrency) for label, spec in models.items()}
         self.prices = {label: price_for(spec) for label, spec in models.items()}
+        self.rate_limiter = rate_limiter
+        limited = sorted(label for label, spec in models.items() if spec.rate_limit is not None)
+        if limited and rate_limiter is None:
+            raise ConfigError(f"models {', '.join(limited)} have a rate_limit but the client has no rate limiter")
 
 
 class LLMClient:
@@ -95,6 +102,7 @@ class LLMClient:
         *,
         providers: dict[str, Provider] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        rate_limiter: SharedRateLimiter | None = None,
         seed: int = 0,
         scope: str = "",
         meters: Sequence[UsageMeter] = (),
@@ -109,6 +117,7 @@ class LLMClient:
             retry or RetryPolicy(),
             providers,
             sleep,
+            rate_limiter,
         )
         self.seed = seed
         self.scope = scope
@@ -196,7 +205,9 @@ class LLMClient:
             result, retries = _result_from_json(stored), 0
         else:
             result, retries = self._call_with_retries(spec, request, self.usage_role or role)
-            self._shared.cache.put(key, spec.label, _result_to_json(result))
+            winner = self._shared.cache.put(key, spec.label, _result_to_json(result))
+            if winner is not None:  # another process stored this key first: continue with its answer
+                result = dataclasses.replace(_result_from_json(winner), usage=result.usage)
         text, calls = result.text, result.tool_calls
         if emulated:
             text, calls = tool_emulation.parse(result.text)
@@ -291,15 +302,24 @@ class LLMClient:
         policy = self._shared.retry
         provider = self._shared.providers[spec.provider]
         last_error = ""
+        limiter, limit = self._shared.rate_limiter, spec.rate_limit
         for attempt in range(policy.max_attempts):
             try:
                 with self._shared.limits[spec.label]:
+                    if limiter is not None and limit is not None:
+                        estimate = estimate_tokens(request.messages, request.params["max_tokens"])
+                        limiter.acquire(spec.provider_key, limit, estimate)
                     result = provider(spec, request)
+                    if limiter is not None and limit is not None:
+                        used = result.usage.input_tokens + result.usage.output_tokens
+                        limiter.settle(spec.provider_key, limit, estimate, used)
                 if not result.text.strip() and not result.tool_calls:
                     raise TransientProviderError("empty output")
                 return result, attempt
             except TransientProviderError as exc:
                 last_error = str(exc)
+                if limiter is not None and limit is not None and exc.retry_after is not None:
+                    limiter.block(spec.provider_key, limit, min(exc.retry_after, policy.max_retry_after_s))
                 if attempt + 1 >= policy.max_attempts:
                     break
                 self._shared.sleep(_backoff(policy, attempt, exc.retry_after))

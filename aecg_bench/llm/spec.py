@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aecg_bench.llm.ratelimit import RateLimit
+
 
 class Price(BaseModel):
     """Dollars per million tokens."""
@@ -41,7 +43,15 @@ class ModelSpec(BaseModel):
     max_tokens: int = Field(512, ge=1)  # default when a call does not ask for a length
     max_output_tokens: int | None = Field(None, ge=1)  # hard cap on every call (small local models)
     price: Price | None = None  # overrides the versioned price table
+    rate_limit: RateLimit | None = None  # shared by every process of a sweep (llm/ratelimit.py)
     options: dict[str, Any] = Field(default_factory=dict)  # provider-specific (mock policy, n_ctx, ...)
+
+    @property
+    def provider_key(self) -> str:
+        """What a provider limits: the model behind one endpoint and one API key."""
+        if self.rate_limit is not None and self.rate_limit.key:
+            return self.rate_limit.key
+        return f"{self.model}@{self.api_base or ''}#{self.api_key_env or ''}"
 
 
 class RetryPolicy(BaseModel):

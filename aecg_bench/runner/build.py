@@ -15,10 +15,11 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.benchmarks.data import data_root
 from aecg_bench.contracts import Benchmark, MemoryServices
 from aecg_bench.errors import ConfigError
-from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.cache import ResponseCache, shard_name
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
+from aecg_bench.llm.ratelimit import SharedRateLimiter
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
 from aecg_bench.runner.identity import results_dir, scrub, stable_hash
@@ -71,8 +72,15 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
 
 def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
-    cache = ResponseCache(cache_path if cfg.runtime.cache.mode != "off" else None, cfg.runtime.cache.mode)
-    return LLMClient(cfg.model.specs(), dict(cfg.model.roles), cache, cfg.runtime.retry)
+    mode = cfg.runtime.cache.mode
+    shard = shard_name() if cfg.runtime.cache.shards else None
+    cache = ResponseCache(cache_path if mode != "off" else None, mode, shard=shard)
+    specs = cfg.model.specs()
+    limiter = None
+    if any(spec.rate_limit is not None for spec in specs.values()):
+        path = cfg.runtime.rate_limit_path
+        limiter = SharedRateLimiter(Path(path) if path else cache_root / "ratelimit.sqlite")
+    return LLMClient(specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter)
 
 
 def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:

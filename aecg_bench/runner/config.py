@@ -15,7 +15,7 @@ from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.params import validate_params
 
-TRANSPORT_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_concurrency")
+TRANSPORT_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_concurrency", "rate_limit")
 
 
 class _Strict(BaseModel):
@@ -69,6 +69,7 @@ class EmbedderConfig(_Strict):
 class CacheConfig(_Strict):
     mode: Literal["off", "read_write", "read_only"] = "read_write"
     path: str | None = None
+    shards: bool = False  # each process writes its own shard (clusters, network file systems); merge after
 
 
 class WandbConfig(_Strict):
@@ -85,6 +86,7 @@ class RuntimeConfig(_Strict):
     data_root: str | None = None
     cache: CacheConfig = CacheConfig()
     embed_cache: str | None = None
+    rate_limit_path: str | None = None  # shared token buckets; default <results_root>/.cache/ratelimit.sqlite
     retry: RetryPolicy = RetryPolicy()
     progress: bool = True
     wandb: WandbConfig = WandbConfig()
