@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from aecg_bench.llm import LLMClient, ModelSpec
 from aecg_bench.llm.providers import Provider, ProviderResult, Request, TransientProviderError
-from aecg_bench.llm.ratelimit import Bucket, RateLimit, SharedRateLimiter, reserve, settle
+from aecg_bench.llm.ratelimit import Bucket, RateLimit, SharedRateLimiter, block, reserve, settle
 
 
 class FakeClock:
@@ -42,9 +42,13 @@ def test_refill_never_exceeds_capacity():
     assert wait == 0.0 and bucket.level == pytest.approx(2.0)
 
 
-def test_blocked_key_waits_for_retry_after_even_with_tokens_left():
-    _, wait = reserve(Bucket(level=5.0, updated=0.0, blocked_until=12.0), 1.0, 1.0, 5.0, now=10.0)
-    assert wait == pytest.approx(2.0)
+def test_blocked_key_waits_for_retry_after_even_with_tokens_left_then_resumes_without_a_burst():
+    bucket = block(Bucket(level=5.0, updated=0.0), until=12.0)
+    waits = []
+    for _ in range(3):
+        bucket, wait = reserve(bucket, 1.0, 1.0, 5.0, now=10.0)
+        waits.append(wait)
+    assert waits == pytest.approx([3.0, 4.0, 5.0])  # one per second from the end of the block on
 
 
 def test_settle_refunds_an_overestimate_but_not_past_capacity():
@@ -132,7 +136,7 @@ def test_a_429_with_retry_after_blocks_the_key_for_every_process(tmp_path):
     with pytest.raises(InfraError):
         client.complete([{"role": "user", "content": "hi"}])
     other_process = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
-    assert other_process.acquire(spec.provider_key, limit, 0) == pytest.approx(7.0)
+    assert other_process.acquire(spec.provider_key, limit, 0) == pytest.approx(7.0 + 60 / 6000)  # the block, then one request interval
 
 
 def test_client_paces_calls_through_the_shared_bucket(tmp_path):
@@ -157,7 +161,7 @@ def test_blocked_key_makes_another_process_wait(tmp_path):
     one = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
     other = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
     one.block("k", limit, 7.0)
-    assert other.acquire("k", limit, 0) == pytest.approx(7.0)
+    assert other.acquire("k", limit, 0) == pytest.approx(7.0 + 60 / 6000)  # the block, then one request interval
 
 
 def test_a_model_with_a_rate_limit_needs_a_limiter():
@@ -166,3 +170,21 @@ def test_a_model_with_a_rate_limit_needs_a_limiter():
     spec = ModelSpec(label="m", provider="mock", model="mock/x", rate_limit=RateLimit(requests_per_minute=60))
     with pytest.raises(ConfigError, match="rate_limit"):
         LLMClient({"m": spec}, {"default": "m"})
+
+
+def test_a_caller_that_wakes_into_a_block_queues_again_behind_it(tmp_path):
+    """A 429 elsewhere while this caller slept: it must not fire inside the Retry-After window."""
+    clock = FakeClock()
+    limit = RateLimit(requests_per_minute=60)
+    other = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
+
+    def sleep_while_another_process_gets_a_429(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.slept) == 1:
+            other.block("k", limit, 5.0)
+
+    rl = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=sleep_while_another_process_gets_a_429)
+    assert rl.acquire("k", limit, 0) == 0.0
+    block_end = clock.now + 1.0 + 5.0
+    rl.acquire("k", limit, 0)  # due in 1 s; wakes into a 5 s block
+    assert clock.now > block_end

@@ -13,7 +13,8 @@ token limit) and sleeps until its reservation is due; after the call the
 estimate is corrected by the measured usage. Reservations may drive a bucket
 below zero, so waiting callers are served in arrival order and the admitted
 rate never exceeds the limit, whatever the number of processes. A 429 with
-`Retry-After` blocks the key for every process until that time.
+`Retry-After` blocks the key for every process until that time, after which
+the queue resumes at the rate (no burst of everyone who waited).
 
 The arithmetic is pure (`reserve`, `Bucket`) and takes the time as an
 argument, so it is tested without clocks; SQLite and sleeping live at the edge
@@ -55,11 +56,11 @@ class RateLimit(BaseModel):
 
 @dataclass(frozen=True)
 class Bucket:
-    """One budget's state: `level` units available at time `updated` (may be negative: reserved ahead)."""
+    """One budget's state: `level` units available at time `updated` (may be negative: reserved ahead).
+    `updated` lies in the future while the key is blocked (Retry-After): nothing refills before then."""
 
     level: float
     updated: float
-    blocked_until: float = 0.0
 
 
 def capacity(rate_per_s: float, burst_s: float, minimum: float) -> float:
@@ -80,8 +81,8 @@ def reserve(bucket: Bucket, cost: float, rate_per_s: float, cap: float, now: flo
     admitted (a long prompt under a small token budget), after a correspondingly long wait."""
     current = refill(bucket, rate_per_s, cap, now)
     level = current.level - cost
-    wait = max(-level / rate_per_s if level < 0 else 0.0, current.blocked_until - now, 0.0)
-    return replace(current, level=level), wait
+    due = current.updated + (-level / rate_per_s if level < 0 else 0.0)
+    return replace(current, level=level), max(due - now, 0.0)
 
 
 def settle(bucket: Bucket, delta: float, rate_per_s: float, cap: float, now: float) -> Bucket:
@@ -91,7 +92,9 @@ def settle(bucket: Bucket, delta: float, rate_per_s: float, cap: float, now: flo
 
 
 def block(bucket: Bucket, until: float) -> Bucket:
-    return replace(bucket, blocked_until=max(bucket.blocked_until, until))
+    """Nothing is due before `until`; from then on the queue resumes at the rate, without a burst
+    (the saved-up capacity is dropped)."""
+    return Bucket(level=min(bucket.level, 0.0), updated=max(bucket.updated, until))
 
 
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
@@ -104,8 +107,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS buckets (
     key TEXT PRIMARY KEY,
     level REAL NOT NULL,
-    updated REAL NOT NULL,
-    blocked_until REAL NOT NULL
+    updated REAL NOT NULL
 )
 """
 
@@ -141,12 +143,12 @@ class SharedRateLimiter:
         conn.execute("BEGIN IMMEDIATE")
         try:
             now = self.clock()
-            row = conn.execute("SELECT level, updated, blocked_until FROM buckets WHERE key = ?", (key,)).fetchone()
+            row = conn.execute("SELECT level, updated FROM buckets WHERE key = ?", (key,)).fetchone()
             bucket = Bucket(*row) if row else Bucket(level=cap, updated=now)
             bucket, wait = change(bucket, now)
             conn.execute(
-                "INSERT OR REPLACE INTO buckets VALUES (?, ?, ?, ?)",
-                (key, bucket.level, bucket.updated, bucket.blocked_until),
+                "INSERT OR REPLACE INTO buckets VALUES (?, ?, ?)",
+                (key, bucket.level, bucket.updated),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -155,15 +157,27 @@ class SharedRateLimiter:
         return wait
 
     def acquire(self, key: str, limit: RateLimit, tokens: int) -> float:
-        """Reserve one request and `tokens` under `key`, sleep until due; returns the seconds waited."""
-        wait = 0.0
-        for budget, per_minute, cost in _budgets(limit, tokens):
-            rate = per_minute / 60.0
-            cap = capacity(rate, limit.burst_s, 1.0)
-            wait = max(wait, self._update(f"{key}|{budget}", cap, partial(_reserve_at, cost=cost, rate=rate, cap=cap)))
-        if wait > 0:
-            self.sleep(wait)
-        return wait
+        """Reserve one request and `tokens` under `key`, sleep until due; returns the seconds waited.
+        A caller that wakes into a block (a 429 elsewhere while it slept) queues again behind it."""
+        waited = 0.0
+        while True:
+            wait = 0.0
+            for budget, per_minute, cost in _budgets(limit, tokens):
+                rate = per_minute / 60.0
+                cap = capacity(rate, limit.burst_s, 1.0)
+                reserve_now = partial(_reserve_at, cost=cost, rate=rate, cap=cap)
+                wait = max(wait, self._update(f"{key}|{budget}", cap, reserve_now))
+            if wait > 0:
+                self.sleep(wait)
+            waited += wait
+            if not self._blocked(key, limit):
+                return waited
+
+    def _blocked(self, key: str, limit: RateLimit) -> bool:
+        keys = [f"{key}|{budget}" for budget, _, _ in _budgets(limit, 0)]
+        marks = ",".join("?" * len(keys))
+        row = self._conn().execute(f"SELECT MAX(updated) FROM buckets WHERE key IN ({marks})", keys).fetchone()
+        return row[0] is not None and row[0] > self.clock()
 
     def settle(self, key: str, limit: RateLimit, estimated: int, actual: int) -> None:
         """Replace a call's estimated tokens by the tokens it used."""
