@@ -136,7 +136,8 @@ def test_a_429_with_retry_after_blocks_the_key_for_every_process(tmp_path):
     with pytest.raises(InfraError):
         client.complete([{"role": "user", "content": "hi"}])
     other_process = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
-    assert other_process.acquire(spec.provider_key, limit, 0) == pytest.approx(7.0 + 60 / 6000)  # the block, then one request interval
+    # the Retry-After, then one request interval
+    assert other_process.acquire(spec.provider_key, limit, 0) == pytest.approx(7.0 + 60 / 6000)
 
 
 def test_client_paces_calls_through_the_shared_bucket(tmp_path):
@@ -161,7 +162,7 @@ def test_blocked_key_makes_another_process_wait(tmp_path):
     one = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
     other = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
     one.block("k", limit, 7.0)
-    assert other.acquire("k", limit, 0) == pytest.approx(7.0 + 60 / 6000)  # the block, then one request interval
+    assert other.acquire("k", limit, 0) == pytest.approx(7.0 + 60 / 6000)
 
 
 def test_a_model_with_a_rate_limit_needs_a_limiter():
