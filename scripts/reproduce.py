@@ -1,7 +1,7 @@
 """Run a paper experiment's sweep, then render its table: `make reproduce-table1 [PRESET=...]`.
 
     python scripts/reproduce.py table1 [--preset smoke|paper] [--model ID] [--memory-model ID]
-                                       [--jobs N] [--dry-run]
+                                       [--jobs N] [--runtime local|slurm|ray] [--dry-run]
 
 With no model configured (no --model and no OPENAI_API_KEY) the smoke preset
 runs: the same grid with the embedded model, offline; its numbers only show
@@ -35,6 +35,9 @@ def main() -> int:
     parser.add_argument("--memory-model", default=None, help="litellm model id for memory-side processes")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("AECG_JOBS", "2")))
     parser.add_argument("--results-root", default="results")
+    parser.add_argument(
+        "--runtime", choices=["local", "slurm", "ray"], default="local", help="where runs execute (scale-out.md)"
+    )
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
 
@@ -53,8 +56,10 @@ def main() -> int:
     overrides = [
         f"experiment={name}",
         f"runtime.results_root={args.results_root}",
-        f"hydra.launcher.n_jobs={args.jobs}",
+        f"runtime={args.runtime}",
     ]
+    if args.runtime == "local":
+        overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
     if args.model or args.memory_model:
         agent = args.model or "openai/gpt-4.1-mini"
         memory = args.memory_model or agent
