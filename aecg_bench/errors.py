@@ -31,6 +31,10 @@ class CacheMissError(AecgBenchError):
     """`read_only` cache mode met a call it has no answer for."""
 
 
+class BudgetExceededError(AecgBenchError):
+    """The next paid call would take the sweep past `runtime.max_cost_usd`; the run stops, resumable."""
+
+
 def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> ConfigError:
     """One-line error naming the bad value, the valid choices and the closest match."""
     options = sorted(choices)

@@ -115,12 +115,13 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
 
 
 def _record_failure(run_dir: Path, exc: Exception) -> None:
+    from aecg_bench.errors import BudgetExceededError
     from aecg_bench.runner.records import RunDir
 
     rd = RunDir(run_dir)
     header = rd.read_header()
-    if header is not None:
-        header.update(status="failed", error=str(exc)[:2000])
+    if header is not None:  # a budget stop is not a failure: a rerun with a larger budget continues
+        header.update(status="stopped" if isinstance(exc, BudgetExceededError) else "failed", error=str(exc)[:2000])
         rd.write_header(header)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from aecg_bench.errors import ConfigError, InfraError, unknown_choice
 from aecg_bench.llm import tool_emulation
+from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.pricing import cost_of, price_for
 from aecg_bench.llm.providers import (
@@ -73,6 +74,7 @@ class _Shared:
         providers: dict[str, Provider] | None,
         sleep: Callable[[float], None],
         rate_limiter: SharedRateLimiter | None,
+        budget: SweepBudget | None,
     ) -> None:
         self.models = models
         self.roles = roles
@@ -87,6 +89,7 @@ class _Shared:
         self.limits = {label: threading.BoundedSemaphore(spec.max_concurrency) for label, spec in models.items()}
         self.prices = {label: price_for(spec) for label, spec in models.items()}
         self.rate_limiter = rate_limiter
+        self.budget = budget
         limited = sorted(label for label, spec in models.items() if spec.rate_limit is not None)
         if limited and rate_limiter is None:
             raise ConfigError(f"models {', '.join(limited)} have a rate_limit but the client has no rate limiter")
@@ -103,6 +106,7 @@ class LLMClient:
         providers: dict[str, Provider] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rate_limiter: SharedRateLimiter | None = None,
+        budget: SweepBudget | None = None,
         seed: int = 0,
         scope: str = "",
         meters: Sequence[UsageMeter] = (),
@@ -118,6 +122,7 @@ class LLMClient:
             providers,
             sleep,
             rate_limiter,
+            budget,
         )
         self.seed = seed
         self.scope = scope
@@ -204,7 +209,12 @@ class LLMClient:
         if stored is not None:
             result, retries = _result_from_json(stored), 0
         else:
+            budget, price = self._shared.budget, self._shared.prices[spec.label]
+            if budget is not None:  # worst case: the estimated prompt and the whole output allowance
+                budget.check(cost_of(price, Usage(estimate_tokens(request.messages, 0), request.params["max_tokens"])))
             result, retries = self._call_with_retries(spec, request, self.usage_role or role)
+            if budget is not None:
+                budget.add(cost_of(price, result.usage))
             winner = self._shared.cache.put(key, spec.label, _result_to_json(result))
             if winner is not None:  # another process stored this key first: continue with its answer
                 result = dataclasses.replace(_result_from_json(winner), usage=result.usage)

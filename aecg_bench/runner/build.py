@@ -15,6 +15,7 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.benchmarks.data import data_root
 from aecg_bench.contracts import Benchmark, MemoryServices
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache, shard_name
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder
@@ -80,7 +81,10 @@ def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
     if any(spec.rate_limit is not None for spec in specs.values()):
         path = cfg.runtime.rate_limit_path
         limiter = SharedRateLimiter(Path(path) if path else cache_root / "ratelimit.sqlite")
-    return LLMClient(specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter)
+    budget = None
+    if cfg.runtime.max_cost_usd is not None:
+        budget = SweepBudget(cache_root / "budget" / cfg.experiment_name, cfg.runtime.max_cost_usd, name=shard_name())
+    return LLMClient(specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter, budget=budget)
 
 
 def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:

@@ -87,6 +87,7 @@ class RuntimeConfig(_Strict):
     cache: CacheConfig = CacheConfig()
     embed_cache: str | None = None
     rate_limit_path: str | None = None  # shared token buckets; default <results_root>/.cache/ratelimit.sqlite
+    max_cost_usd: float | None = Field(None, gt=0)  # the sweep's budget, across processes (llm/budget.py)
     retry: RetryPolicy = RetryPolicy()
     progress: bool = True
     wandb: WandbConfig = WandbConfig()

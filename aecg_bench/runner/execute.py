@@ -269,10 +269,10 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
 
 
 def is_fatal(exc: Exception) -> bool:
-    from aecg_bench.errors import CacheMissError, ConfigError, DataError
+    from aecg_bench.errors import BudgetExceededError, CacheMissError, ConfigError, DataError
     from aecg_bench.llm.providers import FatalProviderError
 
-    return isinstance(exc, CacheMissError | ConfigError | DataError | FatalProviderError)
+    return isinstance(exc, BudgetExceededError | CacheMissError | ConfigError | DataError | FatalProviderError)
 
 
 def rollouts_to_json(rollouts: list[RolloutRecord]) -> list[dict[str, Any]]:
