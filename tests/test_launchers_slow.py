@@ -5,6 +5,7 @@ sweep killed midway resumes to the same results: submitit's local executor (the 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,3 +113,37 @@ def test_cluster_launcher_sweep_killed_midway_resumes_to_the_same_results(tmp_pa
     assert sum(len(r) for r in _results(root).values()) < 24, "the kill must land midway"
     _sweep(root, launcher)
     assert _results(root) == joblib_results
+
+
+def test_a_timed_out_submitit_job_is_requeued_and_resumes_its_run(tmp_path):
+    """submitit signals a job shortly before its time limit (here 1 min, signal 30 s before); the launcher's
+    checkpoint requeues it, and the requeued job continues the run directory instead of starting over."""
+    root = tmp_path / "results"
+    cmd = [
+        sys.executable,
+        "-m",
+        "aecg_bench.run",
+        "-m",
+        "model=mock",
+        "+model.models.mock.options.delay_s=1.5",  # a slow model: the run outlives the job's time limit
+        "framework=single",
+        "benchmark=toy",
+        "benchmark.params.size=8",
+        "memory=no_memory",
+        "seed=0",
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=1",
+        f"runtime.results_root={root}",
+        "runtime.progress=false",
+    ]
+    out = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
+    logs = "".join(p.read_text(errors="replace") for p in root.rglob(".submitit/**/*.err"))
+    assert "Caught signal SIGUSR2" in logs, logs[-3000:]  # the time limit struck mid-run
+    starts = [int(done) for done in re.findall(r"(\d+) done, \d+ to run", logs)]
+    # requeued (more than once on a slow machine), each start resuming after what the previous ones finished
+    assert len(starts) >= 2 and starts[0] == 0 and starts == sorted(set(starts)) and starts[-1] < 8, logs[-3000:]
+    (run,) = [p.parent for p in root.rglob("run.json") if ".sweeps" not in p.parts]
+    records = RunDir(run).records()
+    assert sorted(r["position"] for r in records) == list(range(8))  # each sample once: resumed, not redone
+    assert all(r["status"] == "ok" for r in records)
