@@ -73,10 +73,12 @@ def test_four_processes_stay_under_the_servers_limit_and_lose_nothing(tmp_path):
     span = max(server.admitted) - min(server.admitted)
     print(f"{total} calls, {len(arrivals)} requests, {rejected} rejected (429), admitted over {span:.1f} s")
     assert span >= (total - N_PER_S) / N_PER_S * 0.8, span
-    # Retry-After is honoured by every process: after a 429, the key stays quiet (bar one request in flight).
+    # Retry-After is honoured by every process: after a 429 the key stays all but quiet. Paced at N per second
+    # and not blocked, about N requests would land in this one-second window; a few callers that woke before
+    # the block was written (the 429's process is still parsing the error) may slip through on a loaded machine.
     for t in (a for a, status in _statuses(server) if status == 429):
         quiet = [a for a in arrivals if t + 0.5 < a < t + RETRY_AFTER_S - 0.5]
-        assert len(quiet) <= 1, (t, quiet)
+        assert len(quiet) <= 3, (t, quiet)
 
 
 def _statuses(server: FakeOpenAIServer) -> list[tuple[float, int]]:
