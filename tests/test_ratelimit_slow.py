@@ -67,18 +67,23 @@ def test_four_processes_stay_under_the_servers_limit_and_lose_nothing(tmp_path):
     arrivals = sorted(server.arrivals)
     rejected = len(arrivals) - len(server.admitted)
     assert server.served["429"] == rejected
-    # Paced to N per second across processes: few rejections (an unpaced sweep here gets most calls rejected),
+    # Paced to N per second across processes: few rejections (the server enforces a sliding second, so jitter
+    # between processes costs a 429 now and then),
     # and the admitted calls spread over at least the time the limit demands.
     assert rejected <= total // 4, f"{rejected} of {len(arrivals)} requests rejected"
     span = max(server.admitted) - min(server.admitted)
     print(f"{total} calls, {len(arrivals)} requests, {rejected} rejected (429), admitted over {span:.1f} s")
     assert span >= (total - N_PER_S) / N_PER_S * 0.8, span
-    # Retry-After is honoured by every process: after a 429 the key stays all but quiet. Paced at N per second
-    # and not blocked, about N requests would land in this one-second window; a few callers that woke before
-    # the block was written (the 429's process is still parsing the error) may slip through on a loaded machine.
-    for t in (a for a, status in _statuses(server) if status == 429):
-        quiet = [a for a in arrivals if t + 0.5 < a < t + RETRY_AFTER_S - 0.5]
-        assert len(quiet) <= 3, (t, quiet)
+    # Retry-After is honoured by every process: after a 429 the key stays all but quiet. Without the shared
+    # block (measured here with it disabled) 4.1 requests on average, up to 8, land in this one-second window;
+    # a caller that woke before the block was written (the 429's process still parsing the error) may slip
+    # through on a loaded machine.
+    windows = [
+        [a for a in arrivals if t + 0.5 < a < t + RETRY_AFTER_S - 0.5]
+        for t in (a for a, status in _statuses(server) if status == 429)
+    ]
+    assert all(len(w) <= 3 for w in windows), windows
+    assert sum(len(w) for w in windows) <= 1.5 * max(len(windows), 1), windows
 
 
 def _statuses(server: FakeOpenAIServer) -> list[tuple[float, int]]:
