@@ -84,6 +84,12 @@ def test_a_sharded_process_reads_the_merged_cache_and_writes_only_its_shard(tmp_
     assert "new" not in _entries(path)
     assert _entries(shard_dir(path) / "job-1.sqlite") == {"new": '{"text": "fresh"}'}
     assert cache.export(tmp_path / "bundle.sqlite") == 2  # the bundle holds both
+    from aecg_bench.errors import CacheMissError
+
+    with pytest.raises(CacheMissError, match=r"shards not yet merged\? python -m aecg_bench.llm.cache merge"):
+        ResponseCache(path, "read_only").get("new")
+    merge_shards(path)
+    assert ResponseCache(path, "read_only").get("new") == {"text": "fresh"}
 
 
 def _run(raw: dict, out) -> None:  # type: ignore[no-untyped-def]

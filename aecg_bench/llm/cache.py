@@ -111,9 +111,12 @@ class ResponseCache:
                 return json.loads(row[0])
         self.misses += 1
         if self.mode == "read_only":
+            assert self.path is not None
+            unmerged = any(shard_dir(self.path).glob("*.sqlite"))
+            hint = f"; shards not yet merged? python -m aecg_bench.llm.cache merge {self.path}" if unmerged else ""
             raise CacheMissError(
                 f"cache miss in read_only mode for key {key} (cache {self.path}); "
-                "rerun with runtime.cache.mode=read_write to fill it"
+                f"rerun with runtime.cache.mode=read_write to fill it{hint}"
             )
         return None
 
