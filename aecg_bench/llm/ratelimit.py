@@ -158,23 +158,23 @@ class SharedRateLimiter:
 
     def acquire(self, key: str, limit: RateLimit, tokens: int) -> float:
         """Reserve one request and `tokens` under `key`, sleep until due; returns the seconds waited.
-        A caller that wakes into a block (a 429 elsewhere while it slept) queues again behind it."""
+        A caller that wakes into a block (a 429 elsewhere while it slept) hands its lapsed reservation
+        back and queues again behind the block."""
         waited = 0.0
         while True:
             wait = 0.0
-            for budget, per_minute, cost in _budgets(limit, tokens):
-                rate = per_minute / 60.0
-                cap = capacity(rate, limit.burst_s, 1.0)
-                reserve_now = partial(_reserve_at, cost=cost, rate=rate, cap=cap)
-                wait = max(wait, self._update(f"{key}|{budget}", cap, reserve_now))
+            for row, cost, rate, cap in _buckets(key, limit, tokens):
+                wait = max(wait, self._update(row, cap, partial(_reserve_at, cost=cost, rate=rate, cap=cap)))
             if wait > 0:
                 self.sleep(wait)
             waited += wait
             if not self._blocked(key, limit):
                 return waited
+            for row, cost, rate, cap in _buckets(key, limit, tokens):
+                self._update(row, cap, partial(_settle_at, delta=-cost, rate=rate, cap=cap))
 
     def _blocked(self, key: str, limit: RateLimit) -> bool:
-        keys = [f"{key}|{budget}" for budget, _, _ in _budgets(limit, 0)]
+        keys = [row for row, _, _, _ in _buckets(key, limit, 0)]
         marks = ",".join("?" * len(keys))
         row = self._conn().execute(f"SELECT MAX(updated) FROM buckets WHERE key IN ({marks})", keys).fetchone()
         return row[0] is not None and row[0] > self.clock()
@@ -183,15 +183,13 @@ class SharedRateLimiter:
         """Replace a call's estimated tokens by the tokens it used."""
         if limit.tokens_per_minute is None or actual == estimated:
             return
-        rate = limit.tokens_per_minute / 60.0
-        cap = capacity(rate, limit.burst_s, 1.0)
-        self._update(f"{key}|tokens", cap, partial(_settle_at, delta=actual - estimated, rate=rate, cap=cap))
+        row, _, rate, cap = _buckets(key, limit, estimated)[-1]  # the token budget is listed last
+        self._update(row, cap, partial(_settle_at, delta=actual - estimated, rate=rate, cap=cap))
 
     def block(self, key: str, limit: RateLimit, seconds: float) -> None:
         """A provider said Retry-After: no process calls this key before then."""
-        for budget, per_minute, _ in _budgets(limit, 0):
-            cap = capacity(per_minute / 60.0, limit.burst_s, 1.0)
-            self._update(f"{key}|{budget}", cap, partial(_block_at, seconds=seconds))
+        for row, _, _, cap in _buckets(key, limit, 0):
+            self._update(row, cap, partial(_block_at, seconds=seconds))
 
 
 def _reserve_at(bucket: Bucket, now: float, *, cost: float, rate: float, cap: float) -> tuple[Bucket, float]:
@@ -206,10 +204,14 @@ def _block_at(bucket: Bucket, now: float, *, seconds: float) -> tuple[Bucket, fl
     return block(bucket, now + seconds), 0.0
 
 
-def _budgets(limit: RateLimit, tokens: int) -> list[tuple[str, float, float]]:
-    out: list[tuple[str, float, float]] = []
-    if limit.requests_per_minute is not None:
-        out.append(("requests", limit.requests_per_minute, 1.0))
-    if limit.tokens_per_minute is not None:
-        out.append(("tokens", limit.tokens_per_minute, float(tokens)))
+def _buckets(key: str, limit: RateLimit, tokens: int) -> list[tuple[str, float, float, float]]:
+    """(row key, cost of this call, rate per second, capacity) of each budget the limit sets."""
+    out: list[tuple[str, float, float, float]] = []
+    for budget, per_minute, cost in (
+        ("requests", limit.requests_per_minute, 1.0),
+        ("tokens", limit.tokens_per_minute, float(tokens)),
+    ):
+        if per_minute is not None:
+            rate = per_minute / 60.0
+            out.append((f"{key}|{budget}", cost, rate, capacity(rate, limit.burst_s, 1.0)))
     return out
