@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 N_PER_S = 8
 PROCESSES = 4
 CALLS = 12
-RETRY_AFTER_S = 2.0
+CLIENT_SHARE = 0.9  # the client's limit a little under the server's, as scale-out.md advises
+RETRY_AFTER_S = 3.0
 
 
 def _worker(base_url: str, db: str, who: int, out) -> None:  # type: ignore[no-untyped-def]
@@ -29,7 +30,7 @@ def _worker(base_url: str, db: str, who: int, out) -> None:  # type: ignore[no-u
         model="openai/fake-model",
         api_base=base_url,
         timeout_s=30,
-        rate_limit=RateLimit(requests_per_minute=N_PER_S * 60, burst_s=1 / N_PER_S),
+        rate_limit=RateLimit(requests_per_minute=N_PER_S * CLIENT_SHARE * 60, burst_s=1 / N_PER_S),
     )
     client = LLMClient(
         {"served": spec},
@@ -47,8 +48,15 @@ def _worker(base_url: str, db: str, who: int, out) -> None:  # type: ignore[no-u
 def test_four_processes_stay_under_the_servers_limit_and_lose_nothing(tmp_path):
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
+
+    def one_429(messages: list[dict], attempt: int) -> str | None:  # a provider hiccup: one 429 with Retry-After
+        return "429" if messages[-1]["content"] == "p0 c3" and attempt == 1 else None
+
     with FakeOpenAIServer(
-        lambda messages: "ok " + str(messages[-1]["content"]), max_per_second=N_PER_S, retry_after=str(RETRY_AFTER_S)
+        lambda messages: "ok " + str(messages[-1]["content"]),
+        fault=one_429,
+        max_per_second=N_PER_S,
+        retry_after=str(RETRY_AFTER_S),
     ) as server:
         procs = [
             ctx.Process(target=_worker, args=(server.base_url, str(tmp_path / "rl.sqlite"), i, out))
@@ -65,27 +73,19 @@ def test_four_processes_stay_under_the_servers_limit_and_lose_nothing(tmp_path):
         f"ok p{who} c{i}" for who in range(PROCESSES) for i in range(CALLS)
     )  # nothing lost
     arrivals = sorted(server.arrivals)
-    rejected = len(arrivals) - len(server.admitted)
-    assert server.served["429"] == rejected
-    # Paced to N per second across processes: few rejections (the server enforces a sliding second, so jitter
-    # between processes costs a 429 now and then),
-    # and the admitted calls spread over at least the time the limit demands.
-    assert rejected <= total // 4, f"{rejected} of {len(arrivals)} requests rejected"
-    span = max(server.admitted) - min(server.admitted)
-    print(f"{total} calls, {len(arrivals)} requests, {rejected} rejected (429), admitted over {span:.1f} s")
-    assert span >= (total - N_PER_S) / N_PER_S * 0.8, span
-    # Retry-After is honoured by every process: after a 429 the key stays all but quiet. Without the shared
-    # block (measured here with it disabled) 4.1 requests on average, up to 8, land in this one-second window;
-    # a caller that woke before the block was written (the 429's process still parsing the error) may slip
-    # through on a loaded machine.
-    windows = [
-        [a for a in arrivals if t + 0.5 < a < t + RETRY_AFTER_S - 0.5]
-        for t in (a for a, status in _statuses(server) if status == 429)
-    ]
-    assert all(len(w) <= 3 for w in windows), windows
-    assert sum(len(w) for w in windows) <= 1.5 * max(len(windows), 1), windows
-
-
-def _statuses(server: FakeOpenAIServer) -> list[tuple[float, int]]:
-    admitted = set(server.admitted)
-    return [(a, 200 if a in admitted else 429) for a in server.arrivals]
+    rejected = server.served["429"]
+    span = max(arrivals) - min(arrivals)
+    # Paced under N per second across processes: no second of arrivals holds more than N, bar a straggler or
+    # two on a loaded machine (unpaced, these 8 threads would send a request whenever the last one returned).
+    busiest = max(sum(1 for b in arrivals if a <= b < a + 1.0) for a in arrivals)
+    print(
+        f"{total} calls, {len(arrivals)} requests, {rejected} answered 429, over {span:.1f} s, busiest second {busiest}"
+    )
+    assert busiest <= N_PER_S + 2, busiest
+    assert rejected >= 1  # the injected 429 at least
+    # Retry-After is honoured by every process: after each 429 the key stays quiet. The window starts 1 s late,
+    # for requests admitted just before the block that are still on their way through a loaded machine; paced
+    # and not blocked, about 0.9 N x 1.8 = 13 requests would land in it.
+    for t in (a for a, mode in server.log if mode == "429"):
+        quiet = [a for a in arrivals if t + 1.0 < a < t + RETRY_AFTER_S - 0.2]
+        assert len(quiet) <= 2, (t, quiet)

@@ -47,6 +47,7 @@ class FakeOpenAIServer:
         self.retry_after = retry_after
         self.arrivals: list[float] = []  # time.monotonic() of every request
         self.admitted: list[float] = []  # of the requests within max_per_second
+        self.log: list[tuple[float, str]] = []  # (arrival, how it was answered: "ok" or a fault mode)
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -88,6 +89,7 @@ class FakeOpenAIServer:
                 mode = "429" if over else server.fault(messages, attempt)
                 with server.lock:
                     server.served[mode or "ok"] += 1
+                    server.log.append((now, mode or "ok"))
                 if server.latency_s:
                     time.sleep(server.latency_s)
                 if mode == "429":
