@@ -75,13 +75,15 @@ def test_four_processes_stay_under_the_servers_limit_and_lose_nothing(tmp_path):
     arrivals = sorted(server.arrivals)
     rejected = server.served["429"]
     span = max(arrivals) - min(arrivals)
-    # Paced under N per second across processes: no second of arrivals holds more than N, bar a straggler or
-    # two on a loaded machine (unpaced, these 8 threads would send a request whenever the last one returned).
+    # One limit for all four processes (each pacing itself would send 4 x 0.9 N = 29 per second): under N per
+    # second over the run, and within 1.5 N in the busiest second at the server, where a loaded machine's
+    # scheduling bunches requests that left the limiter evenly spaced.
     busiest = max(sum(1 for b in arrivals if a <= b < a + 1.0) for a in arrivals)
     print(
         f"{total} calls, {len(arrivals)} requests, {rejected} answered 429, over {span:.1f} s, busiest second {busiest}"
     )
-    assert busiest <= N_PER_S + 2, busiest
+    assert len(arrivals) / span <= N_PER_S, span
+    assert busiest <= 1.5 * N_PER_S, busiest
     assert rejected >= 1  # the injected 429 at least
     # Retry-After is honoured by every process: after each 429 the key stays quiet. The window starts 1 s late,
     # for requests admitted just before the block that are still on their way through a loaded machine; paced
