@@ -21,12 +21,13 @@ RUNTIME ?= local
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms report
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	bash scripts/setup/build_llama_cpp.sh $(BIN) constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m aecg_bench.doctor
 
@@ -57,5 +58,14 @@ reproduce-table1:
 reproduce-table2:
 	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
 
+# AECG mechanism tests RQ2-RQ4 -> Table 3, Figures 3 and 4. PRESET=smoke runs the scripted mock world (offline).
+reproduce-mechanisms:
+	$(BIN)/python scripts/reproduce.py mechanisms $(REPRODUCE_ARGS)
+
+# One static page (results/report/index.html + report.md) with every table and figure the results can fill.
+report:
+	$(BIN)/python -m aecg_bench.analysis.site --results results --out results/report
+
+# Our results only: results/reference/ (the papers' numbers) and results/README.md stay.
 clean-results:
-	rm -rf results/*/ results/.cache results/.sweeps
+	find results -mindepth 1 -maxdepth 1 ! -name reference ! -name README.md -exec rm -rf {} +

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.jsonl import read_jsonl
+from aecg_bench.jsonl import read_jsonl, set_aside_bad_lines
 from aecg_bench.types import to_jsonable
 
 
@@ -46,6 +46,14 @@ class AuditLog:
         if not self.path.exists():
             return []
         return read_jsonl(self.path)
+
+    def set_aside_damaged(self) -> int:
+        """Move lines damaged outside the harness to `audit.jsonl.damaged`: the log explains
+        memory, it does not rebuild it, so a bad line is kept for reading but never fatal."""
+        if self.path is None:
+            return 0
+        self.close()
+        return set_aside_bad_lines(self.path)
 
     def truncate_to(self, seq: int) -> None:
         """Drop events after `seq` (events recorded after the snapshot being restored)."""

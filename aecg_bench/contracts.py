@@ -164,6 +164,8 @@ class MemoryMethod(Component, ABC):
     """Cross-task memory. All state must round-trip through state_dict exactly."""
 
     group = "memory"
+    # The protocol the method's paper evaluates it under; run under another, its results label says so.
+    paper_protocol: ClassVar[str] = "online"
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, services: MemoryServices) -> None:
         super().__init__(params)
@@ -183,6 +185,11 @@ class MemoryMethod(Component, ABC):
 
     def maintain(self, round_index: int) -> None:
         """Periodic consolidation (merging, review, forgetting); default none."""
+
+    def label_source(self, protocol_default: str) -> str:
+        """Where the outcome labels this method learns from come from. Default: the protocol's
+        `label_source`; a method whose paper fixes its own (ReasoningBank's LLM judge) overrides."""
+        return protocol_default
 
     @abstractmethod
     def state_dict(self) -> dict[str, Any]: ...

@@ -1,16 +1,68 @@
 """`python -m aecg_bench.doctor`: check that a fresh install can run offline.
 
-Loads the embedded model and asks it one constrained question, loads the
-packaged embedder, and checks for Java (ScienceWorld). Prints one line per
-check; exits non-zero if a required one fails.
+Prints the CPU features the embedded runtime was built to use and checks the
+host has them (a natively built llama.cpp dies with "Illegal instruction" on
+another CPU), loads the embedded model and asks it one constrained question,
+loads the packaged embedder, and checks for Java (ScienceWorld). Prints one
+line per check; exits non-zero if a required one fails.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+# llama.cpp's system-info names -> /proc/cpuinfo flag names (x86-64).
+_CPUINFO_FLAG = {
+    "SSE3": "pni", "SSSE3": "ssse3", "AVX": "avx", "AVX2": "avx2", "F16C": "f16c", "FMA": "fma",
+    "BMI2": "bmi2", "AVX_VNNI": "avx_vnni", "AVX512": "avx512f", "AVX512_VBMI": "avx512vbmi",
+    "AVX512_VNNI": "avx512_vnni", "AVX512_BF16": "avx512_bf16", "AMX_INT8": "amx_int8",
+}
+
+
+def runtime_cpu_features(system_info: str) -> list[str]:
+    """Instruction-set extensions llama.cpp reports as compiled in (`AVX2 = 1`), not its other switches."""
+    names = {m.group(1) for m in re.finditer(r"([A-Z0-9_]+) = 1", system_info)}
+    return sorted(n for n in names if re.match(r"(SSE|SSSE|AVX|AMX|F16C|FMA|BMI|NEON|SVE)", n))
+
+
+def missing_host_features(features: list[str], host_flags: set[str]) -> list[str]:
+    """Runtime features this CPU lacks: each one is an "Illegal instruction" waiting to happen."""
+    return [f for f in features if f in _CPUINFO_FLAG and _CPUINFO_FLAG[f] not in host_flags]
+
+
+def _host_cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+def _check_cpu_features() -> str:
+    # In a child process: a runtime built for another CPU may die with SIGILL as it loads.
+    probe = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode(errors='replace'))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        why = "Illegal instruction" if out.returncode == -4 else (out.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(
+            f"the embedded runtime does not load ({why}); rebuild it portably: rm -f .venv/.llama-cpp-portable && make setup"
+        )
+    info = out.stdout
+    features = runtime_cpu_features(info)
+    host = _host_cpu_flags()
+    missing = missing_host_features(features, host) if host else []
+    if missing:
+        raise RuntimeError(
+            f"the embedded runtime uses {', '.join(missing)}, which this CPU lacks; rebuild it portably: "
+            "rm -f .venv/.llama-cpp-portable && make setup"
+        )
+    return "runtime uses " + (" ".join(features) or "no SIMD extensions")
 
 
 def _check_local_model() -> str:
@@ -43,6 +95,7 @@ def _check_java() -> str:
 
 
 CHECKS = {
+    "cpu features": (_check_cpu_features, True),
     "embedded model": (_check_local_model, True),
     "embedder": (_check_embedder, True),
     "java": (_check_java, False),

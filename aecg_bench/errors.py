@@ -3,11 +3,15 @@
 The runner turns each into a recorded outcome instead of a crash:
 `InfraError` ends a sample as `infra_error` (redone on resume), `ConfigError`
 and `DataError` stop before any sample runs, with one clear line.
+`RunStateError` (a damaged or unwritable run file) stops the run with one line
+naming the file and what to do; `RunRefused` (the run is locked by another
+process, or holds another configuration) stops before touching anything.
 """
 
 from __future__ import annotations
 
 import difflib
+import errno
 from collections.abc import Iterable
 
 
@@ -33,6 +37,38 @@ class CacheMissError(AecgBenchError):
 
 class BudgetExceededError(AecgBenchError):
     """The next paid call would take the sweep past `runtime.max_cost_usd`; the run stops, resumable."""
+
+
+class RunStateError(AecgBenchError):
+    """A file the run reads or writes is damaged or cannot be written (disk full, read-only)."""
+
+
+class RunRefused(ConfigError):
+    """This process will not run it (another process holds it, or it holds another config):
+    nothing of the run is touched."""
+
+
+# A full or read-only disk: every later write fails too. (EACCES is not here: a sandboxed
+# program or a benchmark may meet it on its own business.)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def one_line(text: object, limit: int = 500) -> str:
+    """An error message as one line (provider bodies and pydantic errors span many)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def io_error(exc: OSError) -> RunStateError:
+    """A failed write as one line: which file, why, and what to do."""
+    where = exc.filename or "a results file"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        advice = "free disk space, then rerun the same command to resume"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        advice = "make it writable or set runtime.results_root to a writable directory, then rerun"
+    else:
+        return RunStateError(f"{where}: {exc.strerror or exc}; fix it, then rerun the same command to resume")
+    return RunStateError(f"cannot write {where}: {exc.strerror or exc}; {advice}")
 
 
 def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> ConfigError:

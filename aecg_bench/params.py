@@ -52,4 +52,6 @@ def _first_problem(owner: str, model: type[BaseModel], exc: ValidationError) -> 
     options = re.findall(r"'([^']*)'", expected)
     close = difflib.get_close_matches(str(err.get("input")), options, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{owner}: bad value {err.get('input')!r} for {loc!r}: {err['msg']}{hint}"
+    shown = repr(err.get("input"))
+    value = f"bad value {shown} for {loc!r}" if len(shown) <= 120 else f"bad value for {loc!r}"
+    return f"{owner}: {value}: {err['msg']}{hint}"

@@ -21,6 +21,9 @@ REGISTRY: dict[str, dict[str, str]] = {
         "pddl": "aecg_bench.benchmarks.pddl:PddlBenchmark",
         "scienceworld": "aecg_bench.benchmarks.scienceworld:ScienceWorldBenchmark",
         "mbpp_plus": "aecg_bench.benchmarks.mbpp_plus:MbppPlusBenchmark",
+        "mind2web": "aecg_bench.benchmarks.mind2web:Mind2WebBenchmark",
+        "mmtb": "aecg_bench.benchmarks.mmtb:MmtbBenchmark",
+        "tau2": "aecg_bench.benchmarks.tau2:Tau2Benchmark",
     },
     "framework": {
         "single": "frameworks.single:SingleAgentFramework",

@@ -4,8 +4,10 @@ The Hydra entry point for single runs and multirun sweeps (`-m`). Config group
 choices are checked before Hydra starts, so `benchmark=pddll` fails with one
 line naming the valid choices and the closest match. Errors that would fail
 every sample the same way (bad config, missing data, bad key) stop a single
-run with exit code 2; inside a multirun sweep they are recorded in that run's
-run.json and the sweep goes on.
+run with exit code 2 and one line; inside a multirun sweep they are recorded in
+that run's run.json and the sweep goes on, then prints every run's outcome and
+exits 2 if any run failed, was refused or was stopped. Everything printed is
+redacted against the configured API keys (see runner/logs.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.errors import AecgBenchError, unknown_choice
+from aecg_bench.errors import AecgBenchError, BudgetExceededError, ConfigError, RunRefused, one_line, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset")
@@ -44,15 +46,39 @@ def check_overrides(argv: list[str]) -> None:
                 raise unknown_choice(key, choice.strip(), choices)
 
 
-def precheck(argv: list[str]) -> None:
+def resolve(cfg: Any) -> dict[str, Any]:
+    """The config as a plain dict; an unresolvable interpolation (a missing `${oc.env:...}`)
+    becomes one line naming the key instead of OmegaConf's traceback."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        raw = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = re.sub(r"^\w+ raised while resolving interpolation: ", "", first).strip("\"'")
+        key = getattr(exc, "full_key", None)
+        where = f" (config key {key!r})" if key else ""
+        hint = "; set it, or give the interpolation a default: ${oc.env:NAME,default}" if "nvironment" in first else ""
+        raise ConfigError(f"{first}{where}{hint}") from None
+    assert isinstance(raw, dict)
+    return raw
+
+
+def secret_envs(raw: dict[str, Any]) -> list[str]:
+    """The environment variables the configured models read their keys from."""
+    models = (raw.get("model") or {}).get("models") or {}
+    return sorted({m["api_key_env"] for m in models.values() if isinstance(m, dict) and m.get("api_key_env")})
+
+
+def precheck(argv: list[str]) -> list[str]:
     """Compose and validate the command's config (first value of each sweep) before Hydra runs,
-    so a typo fails in one line (with the valid keys) instead of a Hydra error block."""
+    so a typo fails in one line (with the valid keys) instead of a Hydra error block.
+    Returns the key variables the config names (for console redaction)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, OverrideParseException
-    from omegaconf import OmegaConf
 
-    from aecg_bench.errors import ConfigError
     from aecg_bench.runner.config import parse_run_config, validate_components
 
     args = [a for a in argv if not a.startswith("-")]
@@ -70,9 +96,7 @@ def precheck(argv: list[str]) -> None:
     def _compose(overrides: list[str]) -> dict[str, Any]:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose(config_name="config", overrides=overrides)
-        raw = OmegaConf.to_container(cfg, resolve=True)
-        assert isinstance(raw, dict)
-        return raw
+        return resolve(cfg)
 
     try:
         raw = _compose(first)
@@ -85,74 +109,155 @@ def precheck(argv: list[str]) -> None:
         validate_components(parse_run_config(_compose(forced)))
         raise ConfigError(f"unknown key {key.group(1)!r}") from None
     validate_components(parse_run_config(raw))
+    return secret_envs(raw)
 
 
 def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str, Any] | None:
-    """Validate, build and run one configuration (Hydra-free, used by tests too)."""
+    """Validate, build and run one configuration (Hydra-free, used by tests too).
+
+    The run's own errors are recorded in its run.json by `run_plan` (only by the process that
+    holds its lock); here they are reported. In a sweep they become the run's outcome line and
+    the sweep goes on; otherwise they propagate (the CLI prints one line, exit 2).
+    """
+    from aecg_bench.errors import io_error
+    from aecg_bench.runner import lifecycle
     from aecg_bench.runner.batch import run_plan
     from aecg_bench.runner.build import build
     from aecg_bench.runner.config import parse_run_config
+    from aecg_bench.runner.identity import Redactor
     from aecg_bench.runner.logs import setup_logging
 
-    cfg = parse_run_config(raw)
-    plan, services, audit = build(cfg)
-    setup_logging(plan.run_dir, cfg.runtime.log_level, quiet_console=cfg.runtime.progress)
+    redactor = Redactor(secret_envs(raw))
+    where = _describe(raw)
     try:
-        final = run_plan(plan, services, audit)
+        cfg = parse_run_config(raw)
+        try:
+            plan, services, audit = build(cfg)
+        except OSError as exc:
+            raise io_error(exc) from None
+        where = str(plan.run_dir)
+
+        def on_locked() -> None:
+            setup_logging(plan.run_dir, cfg.runtime.log_level, quiet_console=cfg.runtime.progress, redact=redactor)
+
+        final = run_plan(plan, services, audit, on_locked=on_locked)
     except AecgBenchError as exc:
-        _record_failure(plan.run_dir, exc)
+        if not in_sweep:
+            raise
+        status = (
+            "refused"
+            if isinstance(exc, RunRefused)
+            else "stopped"
+            if isinstance(exc, BudgetExceededError)
+            else "failed"
+        )
+        _sweep_report(where, status, redactor(one_line(exc)))
+        return None
+    except KeyboardInterrupt:
         if in_sweep:
-            log.error("run %s failed: %s", plan.run_dir, exc)
-            return None
+            lifecycle.record_outcome(where, "interrupted", "stopped by a signal")
         raise
+    except Exception as exc:  # a bug: in a sweep, the other runs still go on
+        if not in_sweep:
+            raise
+        log.exception("run %s failed", where)
+        _sweep_report(where, "failed", redactor(one_line(f"{type(exc).__name__}: {exc}")))
+        return None
     ev = final["eval"]
     rate = "-" if ev["success_rate"] is None else f"{ev['success_rate']:.3f}"
+    resumed = ""
+    if final.get("resumes"):
+        last = final["resumes"][-1]
+        resumed = f" (resumed: found it {last.get('found')}, {last.get('done', '?')}/{final['n_items']} done)"
     print(
         f"{final['status']}: {plan.run_dir} success={rate} scored={ev['scored']}/{ev['n']} "
-        f"infra_errors={final['failures']['infra_error']} cost=${final['cost']:.4f}"
+        f"infra_errors={final['failures']['infra_error']} cost=${final['cost']:.4f}{resumed}"
     )
+    if in_sweep:
+        lifecycle.record_outcome(where, final["status"])
     return final
 
 
-def _record_failure(run_dir: Path, exc: Exception) -> None:
-    from aecg_bench.errors import BudgetExceededError
-    from aecg_bench.runner.records import RunDir
+def _describe(raw: dict[str, Any]) -> str:
+    """A run's name before its directory is known (its config may not even validate)."""
+    parts = [raw.get("experiment_name")]
+    for group in ("benchmark", "framework", "memory", "model"):
+        value = raw.get(group)
+        parts.append((value.get("label") or value.get("name")) if isinstance(value, dict) else None)
+    return "/".join(str(p) for p in parts) + f"/seed={raw.get('seed')}"
 
-    rd = RunDir(run_dir)
-    header = rd.read_header()
-    if header is not None:  # a budget stop is not a failure: a rerun with a larger budget continues
-        header.update(status="stopped" if isinstance(exc, BudgetExceededError) else "failed", error=str(exc)[:2000])
-        rd.write_header(header)
+
+def _sweep_report(where: str, status: str, detail: str) -> None:
+    from aecg_bench.runner import lifecycle
+
+    print(f"{status}: {where}: {detail}", file=sys.stderr)
+    lifecycle.record_outcome(where, status, detail)
 
 
 def _hydra_entry() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig
+
+    from aecg_bench.runner import lifecycle
+    from aecg_bench.runner.identity import Redactor
+    from aecg_bench.runner.logs import redact_console
 
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def _main(cfg: DictConfig) -> None:
         in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
-        raw = OmegaConf.to_container(cfg, resolve=True)
-        assert isinstance(raw, dict)
+        lifecycle.install_sigterm()  # again: a joblib worker is a fresh process
+        if in_sweep:
+            lifecycle.watch_parent()
         try:
+            raw = resolve(cfg)
+            redact_console(Redactor(secret_envs(raw)))
             run_from_config(raw, in_sweep=in_sweep)
         except AecgBenchError as exc:
+            if in_sweep:  # a config that does not resolve for this sweep point only
+                _sweep_report(f"sweep job {HydraConfig.get().job.num}", "failed", one_line(exc))
+                return
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
+        except KeyboardInterrupt:
+            print(
+                "interrupted: the run is recorded as 'interrupted'; rerun the same command to resume", file=sys.stderr
+            )
+            if in_sweep and lifecycle.in_worker():
+                lifecycle.exit_worker(130)
+            sys.exit(130)
 
     _main()
 
 
 def main() -> None:
+    from aecg_bench.runner import lifecycle
+    from aecg_bench.runner.identity import Redactor
+    from aecg_bench.runner.logs import redact_console
+
+    redact_console(Redactor())
+    lifecycle.install_sigterm()
     try:
         check_overrides(sys.argv[1:])
-        precheck(sys.argv[1:])
+        names = precheck(sys.argv[1:])
     except AecgBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    _hydra_entry()
+    redact_console(Redactor(names))
+    outcomes = lifecycle.start_sweep()
+    try:
+        _hydra_entry()
+        found = lifecycle.read_outcomes(outcomes)
+    except KeyboardInterrupt:
+        print("interrupted: runs in progress are recorded as 'interrupted'; rerun to resume", file=sys.stderr)
+        sys.exit(130)
+    finally:
+        outcomes.unlink(missing_ok=True)
+    if found:  # a multirun: every run reported its outcome here
+        lines, code = lifecycle.summarise_sweep(found)
+        print("\n".join(lines))
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,9 @@ class DecisionNode:
     action: Action | None = None
     model: str = ""
     step: int | None = None
+    input_tokens: int = 0  # this decision's call (per-node cost)
+    output_tokens: int = 0
+    recall_context: str = ""  # what memory recall matched for this decision (framework-chosen, clipped)
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,21 @@ class RecallQuery:
     role: str
     context: str = ""  # current observation / sub-task text
     step: int = 0
+
+
+def task_text(task: Task, context: str = "") -> str:
+    """The text a memory retrieves and stores a task by.
+
+    In a conversation (tau2-bench, toy_tools) every task of a domain has the same
+    instruction (the policy); what tells tasks apart is what the user asks. So a
+    conversation's key is its opening (the first observation at storage, the
+    recall context at retrieval) followed by the instruction, the distinguishing
+    text first because embedders read a bounded prefix. Other tasks are keyed by
+    their instruction alone.
+    """
+    if task.mode == "conversation" and context.strip():
+        return f"{context.strip()}\n\n{task.instruction}"
+    return task.instruction
 
 
 LabelSource = Literal["environment", "llm_judge", "consensus", "none"]

@@ -14,11 +14,22 @@ scheduling.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 import numpy as np
 
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.types import Task, task_text
+
+RetrievalKey = Literal["instruction", "instruction+observation"]
+
+
+def task_key(task: Task, observation: str, key: RetrievalKey) -> str:
+    """The text retrieval embeds for a task: `aecg_bench.types.task_text` (a conversation is keyed by
+    its opening observation when stored, the current one when recalled, then the instruction: on
+    tau2 every task of a domain has the same instruction), or the instruction alone."""
+    return task.instruction if key == "instruction" else task_text(task, observation)
 
 
 def embedder_of(services: MemoryServices) -> Embedder:

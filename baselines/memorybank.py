@@ -57,7 +57,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params
-from aecg_bench.types import Episode, MemoryItem, RecallQuery
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, task_text
 from baselines.index import VectorIndex, embedder_of
 from baselines.llm_calls import ask, skip, stable_uniform
 from baselines.trajectory_text import clip, one_line, render_trajectory
@@ -115,7 +115,7 @@ class MemoryBank(MemoryMethod):
         return self._index
 
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
-        hits = self.index.search(query.task.instruction, self.params.top_k)
+        hits = self.index.search(task_text(query.task, query.context), self.params.top_k)
         return [self._item(self.memories[mid], score, query) for mid, score in hits]
 
     def _item(self, m: dict[str, Any], score: float, query: RecallQuery) -> MemoryItem:

@@ -19,8 +19,10 @@ split, a rollout of the same task or an injected copy cannot hand a task its
 own distilled answer.
 
 How it learns from outcomes: the label decides which extraction prompt runs.
-The label is the runner's `Outcome`: with `protocol.label_source=llm_judge`
-it comes from the runner's LLM judge, whose prompt is ReasoningBank's strict
+The label is the runner's `Outcome`, from the source the `label_source` param
+names (default `llm_judge`, the paper's setting; `environment` is the
+`reasoningbank_gt` variant; `protocol` defers to protocol.label_source): with
+`llm_judge` it comes from the runner's LLM judge, whose prompt is ReasoningBank's strict
 one ("a false success is more harmful than a false failure"); with
 `environment` it is the benchmark's verdict (the paper's ground-truth
 setting). A method-level judge would duplicate that path, so there is none;
@@ -31,6 +33,14 @@ For EDV: one instance per backbone model is one run per model config;
 `add_external` inserts externally constructed entries (the contamination study
 injects wrong-but-coherent experiences through it, marked with their origin),
 and `item_count` gives the memory volume the injected fraction refers to.
+
+Retrieval key (`retrieval_key`): the official code embeds the task query,
+which on WebArena is the task's whole content. In a conversation (tau2) every
+task of a domain has the same instruction, which would give every task the same
+entries, so by default a conversation is keyed by its opening observation (the
+user's first message) when stored and the current observation when recalled,
+followed by the instruction (`aecg_bench.types.task_text`); other tasks by
+their instruction. `instruction` keys every task by its instruction alone.
 
 Hyperparameters (defaults and sources):
 - top_k 1: paper (k=1 is best; more memories hurt) and run.py (`n=1`).
@@ -51,13 +61,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params
 from aecg_bench.types import Episode, MemoryItem, RecallQuery
-from baselines.index import VectorIndex, embedder_of
+from baselines.index import RetrievalKey, VectorIndex, embedder_of, task_key
 from baselines.llm_calls import ask, skip
 from baselines.trajectory_text import models_used, one_line, render_trajectory
 
@@ -122,6 +132,14 @@ class ReasoningBankParams(Params):
     extract_temperature: float = Field(0.7, ge=0, description="induce_memory.py")
     extract_max_tokens: int = Field(768, ge=64)
     max_trajectory_chars: int = Field(6000, ge=200)
+    retrieval_key: RetrievalKey = Field(
+        "instruction+observation",
+        description="what is embedded: the task's instruction and its opening (stored) / current (recalled) observation",
+    )
+    label_source: Literal["llm_judge", "environment", "protocol"] = Field(
+        "llm_judge",
+        description="llm_judge (paper: self-judged, no ground truth) | environment (w/ GT) | protocol's label_source",
+    )
 
 
 class ReasoningBank(MemoryMethod):
@@ -129,6 +147,9 @@ class ReasoningBank(MemoryMethod):
     version = "1"
     Params = ReasoningBankParams
     params: ReasoningBankParams
+
+    def label_source(self, protocol_default: str) -> str:
+        return protocol_default if self.params.label_source == "protocol" else self.params.label_source
 
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
         super().__init__(params, services=services)
@@ -151,9 +172,8 @@ class ReasoningBank(MemoryMethod):
         def allowed(eid: str) -> bool:
             return not (self.params.exclude_same_task and self.entries[eid]["task_id"] == task_id)
 
-        hits = self.index.search(
-            query.task.instruction, self.params.top_k, allow=allowed, min_score=self.params.min_similarity
-        )
+        text = task_key(query.task, query.context, self.params.retrieval_key)
+        hits = self.index.search(text, self.params.top_k, allow=allowed, min_score=self.params.min_similarity)
         out = []
         for eid, score in hits:
             e = self.entries[eid]
@@ -173,10 +193,16 @@ class ReasoningBank(MemoryMethod):
     # -- learning --------------------------------------------------------------
 
     def observe(self, episode: Episode) -> None:
+        items = self.extract(episode)
+        if items:
+            self.insert_induced(episode, items)
+
+    def extract(self, episode: Episode) -> list[ReasoningItem] | None:
+        """The memory items the LLM distils from a labelled episode (None, audited, if none)."""
         outcome = episode.outcome
         if outcome.success is None:
             self.audit.record("skip", purpose="extract", reason="no_label", task=episode.task.id)
-            return
+            return None
         reply = ask(
             self,
             system=(SUCCESS_SYSTEM if outcome.success else FAILURE_SYSTEM).format(max_items=self.params.max_items),
@@ -191,14 +217,21 @@ class ReasoningBank(MemoryMethod):
         items = parse_items(reply)[: self.params.max_items]
         if not items:
             skip(self, "extract", reply, task=episode.task.id)
-            return
-        self._insert(
-            query=episode.task.instruction,
+            return None
+        return items
+
+    def stored_key(self, episode: Episode) -> str:
+        """The retrieval key an entry from this episode is filed under."""
+        return task_key(episode.task, episode.trajectory.initial_observation, self.params.retrieval_key)
+
+    def insert_induced(self, episode: Episode, items: list[ReasoningItem]) -> str:
+        return self._insert(
+            query=self.stored_key(episode),
             items=items,
             task_id=episode.task.id,
-            success=bool(outcome.success),
+            success=bool(episode.outcome.success),
             origin="induced",
-            label_source=outcome.source,
+            label_source=episode.outcome.source,
             models=models_used(episode.trajectory),
         )
 

@@ -6,7 +6,8 @@ Every framework makes its LLM decisions through `Decider.decide`, which
   memory method, once per task or at every decision (`ctx.retrieval`),
 - puts recalled items into the prompt through the one formatter
   (`format_memory`), so no framework phrases memory differently,
-- calls the LLM client (role `agent`; the model a router chose, if any),
+- calls the LLM client (model of role `agent`, or the model a router chose;
+  usage accounted under the decision's role: planner, executor, critic, ...),
 - appends a `DecisionNode` (level, agent, role, parents, recalled ids, prompt
   hash, output, action) to the trajectory's decision graph.
 
@@ -96,15 +97,22 @@ class Decision:
     completion: Completion
 
 
+RECALL_CONTEXT_CHARS = 2000  # recall context kept on a decision node (what memory fixtures replay against)
+
+
 @dataclass(frozen=True)
 class DecisionRequest:
     """Everything one decision needs; `Decider.decide` takes the same fields as keywords.
 
     `action_grammar=False` drops the task's action grammar for decisions whose
-    output is not an action (plans, critiques, routes). `framework_memory` is
-    the framework's own experience (AgentNet's pools): it is formatted by the
-    same formatter but is not memory-method recall, so its ids are not recorded
-    as recalled.
+    output is not an action (plans, critiques, routes); `grammar` is the
+    decision's own output grammar (a critic's verdict, a router's decision).
+    `llm_role` picks the model (`model.roles`; `model` names one directly);
+    the call's usage is accounted under `account` (default: the decision's
+    `role`), so a run's cost splits by role. `framework_memory` is the
+    framework's own experience (AgentNet's pools): it is formatted by the same
+    formatter but is not memory-method recall, so its ids are not recorded as
+    recalled.
     """
 
     agent: str
@@ -124,6 +132,8 @@ class DecisionRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     llm_role: str = "agent"
+    model: str | None = None  # a model label for this decision (AgentNet's per-agent models)
+    account: str = ""
     framework_memory: tuple[MemoryItem, ...] = ()
 
 
@@ -188,15 +198,16 @@ class Decider:
 
     def _complete(self, prepared: _Prepared) -> Completion:
         req = prepared.request
-        grammar = (req.grammar or self.task.action_grammar or None) if req.action_grammar else None
+        grammar = req.grammar or ((self.task.action_grammar or None) if req.action_grammar else None)
         return self.ctx.llm.complete(
             prepared.messages,
             role=req.llm_role,
-            model=self.ctx.model if req.llm_role == "agent" else None,
+            model=req.model or (self.ctx.model if req.llm_role == "agent" else None),
             tools=req.tools,
             grammar=grammar,
             temperature=req.temperature,
             max_tokens=req.max_tokens,
+            account=req.account or req.role,
         )
 
     def _record(self, prepared: _Prepared, completion: Completion) -> Decision:
@@ -217,6 +228,9 @@ class Decider:
             action=req.action,
             model=completion.model,
             step=req.step,
+            input_tokens=completion.usage.input_tokens,
+            output_tokens=completion.usage.output_tokens,
+            recall_context=req.recall_context[-RECALL_CONTEXT_CHARS:] if req.use_memory else "",
         )
         self.trajectory.add_decision(node)
         return Decision(node=node, completion=completion)
@@ -334,7 +348,21 @@ def conversation_turns(action: Action, obs: Observation) -> list[dict[str, Any]]
     return turns
 
 
-def step_prompt(task: Task, traj: Trajectory, observation: str, window: int, note: str = "") -> str:
+ENDINGS = {
+    "act": "Next action:",
+    "planner": "Plan (numbered steps):",
+    "critic": "Verdict (APPROVE, or REJECT: <reason>):",
+    "router": "Decision:",
+    "instructor": "Instructions for the next node (at most two):",
+    "review": "Your comment with the highest priority and how to fix it (or <INFO> Finished):",
+}
+"""The last line of a decision's prompt, by what the decision produces: only acting decisions are
+asked for an action; planners, critics, routers and instructors get their own output's cue."""
+
+
+def step_prompt(
+    task: Task, traj: Trajectory, observation: str, window: int, note: str = "", ending: str = ENDINGS["act"]
+) -> str:
     """The user turn of a step-wise or one-answer decision: task, recent steps, current observation.
 
     The current observation comes last so that the latest state is what the
@@ -348,7 +376,7 @@ def step_prompt(task: Task, traj: Trajectory, observation: str, window: int, not
     if note:
         lines.append(note)
     lines.append(f"Current observation:\n{observation}")
-    lines.append("Next action:")
+    lines.append(ending)
     return "\n\n".join(lines)
 
 
@@ -420,21 +448,25 @@ class Transcript:
         if self.task.mode == "conversation":
             self.chat += conversation_turns(action, obs)
 
-    def view(self, note: str = "", *, acting: bool = True) -> dict[str, Any]:
+    def view(self, note: str = "", *, acting: bool = True, ending: str = "") -> dict[str, Any]:
         """`user=` or `history=` keywords for `Decider.decide`.
 
         A conversation is shown as the native chat to decisions that act in it
         (they are offered the tools); decisions that only talk about it
         (critics, routers) get it as text, so no tool turns reach a request
-        that offers no tools.
+        that offers no tools. `ending` is the prompt's last line (`ENDINGS`);
+        by default the acting cue for acting decisions and none for others.
         """
+        ending = ending or (ENDINGS["act"] if acting else "")
         if self.task.mode != "conversation":
-            return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note)}
+            return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note, ending)}
         if acting:
             return {"history": list(self.chat)}
         parts = ["Conversation so far:", render_chat(self.chat)]
         if note:
             parts.append(note)
+        if ending:
+            parts.append(ending)
         return {"user": "\n\n".join(parts)}
 
     @property

@@ -1,11 +1,14 @@
-"""Detection delay of a corrupted skill: dual-timescale beliefs vs cumulative only (AECG Figure 3 direction).
+"""Detection delay of a corrupted skill: dual-timescale beliefs vs cumulative only (unit-level check).
 
-Controlled outcome streams, no LLM (see aecg_bench/aecg/simulation.py). Prints
+Controlled outcome streams, no LLM (see aecg_bench/aecg/simulation.py); NOT the
+paper's RQ3 experiment (that is `python -m aecg_bench.mechanisms
+experiment=aecg_rq3_drift`). Prints
 the mean number of post-corruption uses until the drift gate first qualifies
 the skill, the share of streams never detected within the horizon, and the
 share of streams with a false alarm before the corruption.
 
-    python scripts/aecg_detection_delay.py [--seeds 200] [--history 20] [--floor 0.6]
+    python scripts/aecg_detection_delay.py [--seeds 200] [--history 20] [--floor 0.0]
+        [--review-every 1] [--cooldown 5] [--admission-noise 0.0]
 """
 
 from __future__ import annotations
@@ -34,10 +37,23 @@ def main() -> None:
     ap.add_argument("--p-before", type=float, default=0.9)
     ap.add_argument("--p-after", type=float, default=0.2)
     ap.add_argument("--floor", type=float, default=DriftParams().reliability_floor)
+    ap.add_argument("--review-every", type=int, default=1, help="uses between review rounds")
+    ap.add_argument("--cooldown", type=int, default=5, help="evidence events before a re-review")
+    ap.add_argument("--admission-noise", type=float, default=0.0, help="share of failures left unresolved")
     args = ap.parse_args()
-    c = Corruption(history=args.history, p_before=args.p_before, p_after=args.p_after)
+    c = Corruption(
+        history=args.history,
+        p_before=args.p_before,
+        p_after=args.p_after,
+        review_every=args.review_every,
+        cooldown=args.cooldown,
+        admission_noise=args.admission_noise,
+    )
     drift = DriftParams(reliability_floor=args.floor)
-    print(f"history={c.history} p {c.p_before}->{c.p_after} horizon={c.horizon} seeds={args.seeds} floor={args.floor}")
+    print(
+        f"history={c.history} p {c.p_before}->{c.p_after} horizon={c.horizon} seeds={args.seeds} floor={args.floor} "
+        f"review_every={c.review_every} cooldown={c.cooldown} admission_noise={c.admission_noise}"
+    )
     for label, fast in (("dual (AECG)", True), ("cumulative only", False)):
         s = summary(c, args.seeds, fast, drift)
         print(

@@ -7,4 +7,6 @@ from aecg_bench.analysis.report import render_paper_table
 
 if __name__ == "__main__":
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/aecg_table2")
-    render_paper_table(root, reference="aecg_table2", stem="table2", caption="AECG Table 2: component ablations")
+    render_paper_table(
+        root, reference="aecg_table2", stem="table2", caption="AECG Table 2: component ablations", compare_to="aecg"
+    )

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aecg_bench.analysis.load import short_model_id
 from aecg_bench.runner.identity import safe_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ TABLES = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("table", choices=sorted(TABLES))
+    parser.add_argument("table", choices=sorted([*TABLES, "mechanisms"]))
     parser.add_argument("--preset", choices=["smoke", "paper"], default=None)
     parser.add_argument("--model", default=None, help="litellm model id for the agents (paper: openai/gpt-4.1-mini)")
     parser.add_argument("--memory-model", default=None, help="litellm model id for memory-side processes")
@@ -41,15 +42,23 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
 
-    experiment, table_script = TABLES[args.table]
+    experiment, table_script = TABLES.get(args.table, ("aecg_mechanisms", "scripts/make_mechanisms.py"))
     configured = bool(args.model or os.environ.get("OPENAI_API_KEY"))
     preset = args.preset or ("paper" if configured else "smoke")
-    if preset == "smoke" and not args.preset:
+    if preset == "smoke" and not args.preset and args.table == "mechanisms":
+        print(
+            "No model configured: running the mechanism tests' SMOKE preset in the scripted mock world "
+            "(conf/preset/mechanisms_smoke.yaml), offline. Its numbers show each mechanism's direction; they are "
+            "not comparable to the paper's. Set MODEL=... or OPENAI_API_KEY and PRESET=paper for a reproduction.\n"
+        )
+    elif preset == "smoke" and not args.preset:
         print(
             "No model configured (no MODEL=..., no OPENAI_API_KEY): running the SMOKE preset with the embedded "
             "SmolLM2-135M model, offline. Its numbers only show the pipeline works; they are not comparable to "
             "the paper's. Set MODEL=... or OPENAI_API_KEY and PRESET=paper for a real reproduction.\n"
         )
+    if args.table == "mechanisms":
+        return mechanisms(preset, args)
     if args.dry_run:
         return dry_run(experiment, args)
     name = f"{experiment}_smoke" if preset == "smoke" else experiment
@@ -57,18 +66,10 @@ def main() -> int:
         f"experiment={name}",
         f"runtime.results_root={args.results_root}",
         f"runtime={args.runtime}",
+        *overrides_from_args(args),
     ]
     if args.runtime == "local":
         overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
-    if args.model or args.memory_model:
-        agent = args.model or "openai/gpt-4.1-mini"
-        memory = args.memory_model or agent
-        overrides += [
-            "model=pair",
-            f"model.models.agent.model={agent}",
-            f"model.models.memory.model={memory}",
-            f"model.label={safe_label(agent)}+{safe_label(memory)}",
-        ]
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
     sweep = subprocess.run(cmd, cwd=ROOT)
@@ -77,6 +78,54 @@ def main() -> int:
         print(f"the sweep exited with code {sweep.returncode}; rendering what finished (rerun to resume)")
     table = subprocess.run([sys.executable, table_script, str(results)], cwd=ROOT)
     return sweep.returncode or table.returncode
+
+
+def overrides_from_args(args: argparse.Namespace) -> list[str]:
+    """MODEL / MEMORY_MODEL as Hydra overrides; the memory side defaults to the agents' model (announced)."""
+    if not (args.model or args.memory_model):
+        return []
+    agent = args.model or "openai/gpt-4.1-mini"
+    memory = args.memory_model or agent
+    if not args.memory_model:
+        print(
+            f"Memory-side processes run on {memory} too (the paper uses gpt-4o-mini there; "
+            "set MEMORY_MODEL=openai/gpt-4o-mini to match). Tables label the assignment by its models.\n"
+        )
+    return model_overrides(agent, memory)
+
+
+def model_overrides(agent: str, memory: str) -> list[str]:
+    """Hydra overrides for agents on `agent` and memory-side processes on `memory`. The folder label
+    names the models, not how they were configured: the same assignment written by
+    conf/model/openai.yaml gets the same label (gpt-4.1-mini+gpt-4o-mini)."""
+    return [
+        "model=pair",
+        f"model.models.agent.model={agent}",
+        f"model.models.memory.model={memory}",
+        f"model.label={safe_label(short_model_id(agent))}+{safe_label(short_model_id(memory))}",
+    ]
+
+
+def mechanisms(preset: str, args: argparse.Namespace) -> int:
+    """RQ2-RQ4 (warm-up once per seed, then every variant from the same snapshot), then Table 3 and Figures 3-4.
+    The smoke preset runs in the scripted mock world (seconds per run), not with a model."""
+    suffix = "_smoke" if preset == "smoke" else ""
+    code = 0
+    extra = [] if preset == "smoke" else overrides_from_args(args)
+    for test in ("rq2_scope", "rq3_drift", "rq4_triage"):
+        cmd = [
+            sys.executable,
+            "-m",
+            "aecg_bench.mechanisms",
+            f"experiment=aecg_{test}{suffix}",
+            f"runtime.results_root={args.results_root}",
+            *extra,
+        ]
+        print("$", " ".join(cmd), flush=True)
+        code = code or subprocess.run(cmd, cwd=ROOT).returncode
+    smoke = ["--smoke"] if preset == "smoke" else []
+    render = [sys.executable, "scripts/make_mechanisms.py", "--results-root", args.results_root, *smoke]
+    return code or subprocess.run(render, cwd=ROOT).returncode
 
 
 def dry_run(experiment: str, args: argparse.Namespace) -> int:

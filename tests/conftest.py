@@ -38,7 +38,13 @@ def compose(overrides: list[str], results_root: Path, data_root: Path | None = N
 
     from aecg_bench.run import CONF_DIR
 
-    base = [f"runtime.results_root={results_root}", "runtime.progress=false", "runtime.fsync=false"]
+    # lexical embeddings keep in-process tests fast; the default (minilm) is exercised by the CLI tests
+    base = [
+        f"runtime.results_root={results_root}",
+        "runtime.progress=false",
+        "runtime.fsync=false",
+        "embedder.backend=lexical",
+    ]
     if data_root is not None:
         base.append(f"runtime.data_root={data_root}")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -22,6 +22,7 @@ from aecg_bench.types import Action, Episode, Observation, Outcome, RecallQuery,
 DISTILL_REPLY = (
     "Analysis: candidate 1 checked the order status first; candidate 3 cancelled a shipped order.\n"
     "Best: 1\n"
+    "Assessment: 1=success; 2=success; 3=failure; 4=failure\n"
     "# Memory Item 1\n## Title Alpha rule\n## Description Check the status first.\n"
     "## Content When asked to cancel (context), shipped orders cannot be cancelled (risk); read the status first "
     "(action).\n"
@@ -79,6 +80,7 @@ class ScriptedRollout(Rollout):
     memory: MemoryMethod
     succeeds: tuple[str, ...] = ("ma",)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    opening: str = "A customer writes in."
 
     def __call__(
         self,
@@ -89,7 +91,7 @@ class ScriptedRollout(Rollout):
         use_memory: bool = True,
         usage_role: str | None = None,
     ) -> tuple[Episode, Score]:
-        query = RecallQuery(task=self.task, level="agent", agent="solver", role="actor")
+        query = RecallQuery(task=self.task, level="agent", agent="solver", role="actor", context=self.opening)
         recalled = [i.id for i in self.memory.recall(query)] if use_memory else []
         self.calls.append(
             {
@@ -102,7 +104,7 @@ class ScriptedRollout(Rollout):
             }
         )
         ok = model in self.succeeds
-        traj = Trajectory(task_id=self.task.id, framework="scripted", initial_observation="A customer writes in.")
+        traj = Trajectory(task_id=self.task.id, framework="scripted", initial_observation=self.opening)
         act = Action(kind="command", text=f"act of {model} #{sample_index}")
         traj.steps.append(Step(0, act, Observation("done" if ok else "refused")))
         return Episode(self.task, traj, Outcome(success=ok, value=float(ok))), Score(ok, float(ok))

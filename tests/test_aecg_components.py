@@ -131,7 +131,6 @@ def test_routing_follows_the_qualified_failure_modes():
     assert route(["applicability", "procedure"])[0] == NARROWING  # tie: least invasive
     assert route(["unclear"])[0] == NO_CHANGE
     assert route([])[0] == NO_CHANGE
-    assert route(["unattributed"])[0] == NARROWING
 
 
 def test_narrowing_changes_only_applicability_triggers_and_predicate():

@@ -73,7 +73,7 @@ beta_params = st.tuples(st.floats(0.5, 60), st.floats(0.5, 60))
 def test_drift_never_exceeds_the_belief_mean_degradation(slow, fast, floor, dual, seed):
     belief = B.Belief(B.Beta(*slow), B.Beta(*fast), events=seed)
     d = belief_drift(belief, BeliefParams(fast=dual), DriftParams(samples=64, reliability_floor=floor), "k")
-    ref_mean = max(belief.slow.mean, floor) if dual else floor
+    ref_mean = max((belief.slow if dual else belief.reference("peak")).mean, floor)
     cur_mean = belief.fast.mean if dual else belief.slow.mean
     assert 0.0 <= d.score <= max(0.0, ref_mean - cur_mean) + 1e-12
     assert d.score <= d.clipped + 1e-12

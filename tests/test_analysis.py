@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aecg_bench.analysis import load, paired_difference, summarize
 from aecg_bench.analysis.stats import bootstrap_ci
@@ -98,7 +100,7 @@ def test_load_reads_real_runs_into_one_row_per_sample(make_config, tmp_path):
     df = load(root)
     assert len(df) == 16 and set(df["memory"]) == {"no_memory", "recorder"} and set(df["seed"]) == {0, 1}
     assert df.groupby(["memory", "seed"]).size().eq(4).all()
-    assert {"metric_steps", "tokens_agent", "cost_agent"} <= set(df.columns)
+    assert {"metric_steps", "tokens_actor", "cost_actor"} <= set(df.columns)  # usage by decision role
     summary = summarize(df, n_boot=100)
     assert len(summary) == 2 and summary["complete"].all()
     manual = df[df["memory"] == "recorder"].groupby("seed")["value"].mean().mean() * 100
@@ -148,3 +150,28 @@ def test_cost_table_splits_agent_and_memory_side_and_scales_to_the_paper():
     assert est["samples"] == 60 * 3  # the paper's PDDL size
     per_sample = (150 * 1.0 + 15 * 2.0 + (357 - 150) * 0.5 + (35 - 15) * 1.0) / 1e6
     assert est["dollars"] == pytest.approx(180 * per_sample)
+
+
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_hat_k_is_the_success_rate_at_k1_and_never_grows_with_k(args):
+    from aecg_bench.analysis.stats import pass_hat_k
+
+    n, c, k = args
+    assert pass_hat_k(n, c, 1) == pytest.approx(c / n)
+    assert 0.0 <= pass_hat_k(n, c, k) <= 1.0
+    if k > 1:
+        assert pass_hat_k(n, c, k) <= pass_hat_k(n, c, k - 1) + 1e-12
+    assert pass_hat_k(n, n, k) == 1.0
+    assert (pass_hat_k(n, c, k) == 0.0) == (c < k)
+
+
+def test_mean_pass_hat_k_averages_over_tasks_from_per_seed_rows():
+    from aecg_bench.analysis.stats import mean_pass_hat_k
+
+    df = pd.DataFrame(
+        {"sample_id": ["a", "a", "a", "b", "b", "b"], "seed": [0, 1, 2] * 2, "success": [1, 1, 0, 1, 1, 1]}
+    )
+    assert mean_pass_hat_k(df, 1) == pytest.approx((2 / 3 + 1) / 2)
+    assert mean_pass_hat_k(df, 2) == pytest.approx((1 / 3 + 1) / 2)
+    with pytest.raises(ValueError, match="k=4"):
+        mean_pass_hat_k(df, 4)

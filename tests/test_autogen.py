@@ -68,8 +68,71 @@ def test_answer_tasks_run_plan_answer_review():
         ("planner", "team"),
         ("executor", "agent"),
         ("critic", "event"),
+        ("critic", "event"),  # "SUPPORTS" is no verdict: the critic is asked once more
     ]
+    assert [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]] == ["unparsed", "unparsed"]
     assert traj.steps[0].action.kind == "answer" and traj.steps[0].observation.reward == 1.0
+
+
+def _team_llm(critic: list[str], executor: str | None = None, seen: dict[str, list] | None = None):
+    """Critic replies from `critic` in turn (then APPROVE); the executor plays the oracle (or says `executor`);
+    `seen` collects each role's requests."""
+    replies = iter(critic)
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        system = system_of(request)
+        role = next(r for r in ("planner", "executor", "critic") if f"You are the {r}" in system)
+        if seen is not None:
+            seen.setdefault(role, []).append(request)
+        if role == "critic":
+            return next(replies, "APPROVE")
+        if role == "planner":
+            return "1. walk right\n2. stop"
+        return executor or mock_oracle(request, spec)
+
+    return scripted_llm(policy)
+
+
+def test_an_unreadable_verdict_is_recorded_as_unparsed_and_re_asked_not_taken_as_approval():
+    # an action where a verdict was asked, then a rejection: the rejection still makes the executor revise
+    llm = _team_llm(["move right", "REJECT: you are past the target"])
+    traj = run_task(AutoGenFramework(), TOY, ToyEnv(2, 4, 8), llm)
+    check_graph(traj)
+    assert [d.role for d in traj.decisions[:6]] == ["planner", "executor", "critic", "critic", "executor", "critic"]
+    verdicts = [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]]
+    assert verdicts[:4] == ["unparsed", "reject", "approve", "approve"]
+    assert traj.steps[0].decision_id == traj.decisions[4].id  # the revision, not the first proposal, is executed
+    # with no re-asking, the unreadable verdict lets the proposal go ahead but stays on record as unparsed
+    traj = run_task(AutoGenFramework({"verdict_retries": 0}), TOY, ToyEnv(2, 4, 8), _team_llm(["move right"]))
+    assert traj.metadata["autogen"]["verdicts"][0]["verdict"] == "unparsed"
+
+
+def test_the_revising_executor_sees_its_rejected_proposal_and_every_message_keeps_its_parent():
+    seen: dict[str, list] = {}
+    llm = _team_llm(["REJECT: think again"], executor="move right", seen=seen)
+    traj = run_task(AutoGenFramework({"max_steps": 1}), TOY, ToyEnv(2, 4, 8), llm)
+    _, first, rejection, revision, review = traj.decisions[:5]
+    revising = system_of(seen["executor"][1])
+    assert "[executor (you, earlier)] move right" in revising and "[critic] REJECT: think again" in revising
+    assert {first.id, rejection.id} <= set(revision.parents)
+    # the revision repeats the first proposal word for word: the critic's review still has both as parents
+    assert first.output == revision.output
+    assert {first.id, rejection.id, revision.id} <= set(review.parents)
+
+
+def test_each_role_prompt_ends_with_its_own_cue_and_the_critic_has_a_verdict_grammar():
+    seen: dict[str, list] = {}
+    llm = _team_llm([], seen=seen)
+    llm.models["mock"] = llm.models["mock"].model_copy(update={"grammar": True})  # a grammar-capable model
+    run_task(AutoGenFramework({"max_steps": 1}), TOY, ToyEnv(2, 4, 8), llm)
+    ending = {role: str(reqs[0].messages[-1]["content"]).splitlines()[-1] for role, reqs in seen.items()}
+    assert ending == {
+        "planner": "Plan (numbered steps):",
+        "executor": "Next action:",
+        "critic": "Verdict (APPROVE, or REJECT: <reason>):",
+    }
+    assert "APPROVE" in seen["critic"][0].params["grammar"]
+    assert "APPROVE" not in str(seen["executor"][0].params.get("grammar", ""))
 
 
 def test_unparsable_replies_are_recorded_and_bounded():

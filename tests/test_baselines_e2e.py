@@ -73,19 +73,25 @@ def test_toy_tools_conversations_learn_and_recall(make_config, name):
     assert any(r["recalled_memory_ids"] for r in records[1:])
 
 
-def test_reasoningbank_learns_from_the_llm_judge_label(make_config):
+@pytest.mark.parametrize("memory", ["reasoningbank", "reasoningbank_gt"])
+def test_reasoningbank_learns_from_its_own_llm_judge_whatever_the_protocol_says(make_config, memory):
+    """Its paper's setting has no ground truth; the labelled variant is a named, explicit option."""
     final = run_from_config(
         make_config(
             "benchmark=toy",
             "benchmark.params.size=3",
-            "memory=reasoningbank",
-            "protocol.label_source=llm_judge",
+            f"memory={memory}",
+            "protocol.label_source=environment",
             *MOCK[:1],
             "model.models.mock.options.default='Status: FAILURE'",
         )
     )
     rd, records = check_run(final, "reasoningbank", 3)
+    if memory == "reasoningbank_gt":
+        assert all(r["label"]["source"] == "environment" for r in records)
+        return
     assert all(r["label"] == {"success": False, "source": "llm_judge"} for r in records)
+    assert rd.read_header()["protocol"]["label_source"] == "llm_judge"
     entries = memory_state(rd)["entries"]
     assert {e["label_source"] for e in entries} == {"llm_judge"} and not any(e["success"] for e in entries)
 

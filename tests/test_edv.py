@@ -7,6 +7,7 @@ import json
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import edv_mocks as em
 import numpy as np
@@ -84,12 +85,58 @@ def test_without_verification_every_item_goes_to_the_shared_bank():
     assert events(services, "vote") == [] and all(not e["verified"] for e in events(services, "admit"))
 
 
-def test_an_unparsable_distillation_stores_nothing_but_still_updates_the_ability_matrix():
+def test_an_unparsable_distillation_stores_nothing_and_teaches_the_ability_matrix_nothing():
     scripts = {label: [{"match": "strict third-party evaluator", "reply": "no idea"}] for label in ("ma", "mb", "mc")}
     memory, services = edv(services=em.services(em.pool_client(scripts)))
     memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
     assert memory.banks.items == {} and events(services, "distill")[0]["reason"] == "unparsable"
-    assert memory.ability.record("ma", "cancel") == (2, 2) and memory.ability.record("mb", "cancel") == (0, 2)
+    assert memory.ability.record("ma", "cancel") == (0, 0) and memory.ability.record("mb", "cancel") == (0, 0)
+
+
+CONTRARIAN = (
+    "Analysis: only executor 2 followed the policy.\nBest: 3\n"
+    "Assessment: 1=failure; 2=failure; 3=success; 4=success\n"
+    "# Memory Item 1\n## Title Alpha rule\n## Description d.\n## Content c."
+)
+
+
+def test_the_ability_matrix_learns_the_distillers_assessment_not_the_run_labels():
+    """Fig. 3 / sec. 4.5: the distiller updates the Ability Matrix; no ground truth reaches construction."""
+    scripts = {m: [{"match": "strict third-party evaluator", "reply": CONTRARIAN}] for m in ("ma", "mb", "mc")}
+    memory, services = edv(services=em.services(em.pool_client(scripts)))
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory, succeeds=("ma",)))
+    assert memory.ability.record("ma", "cancel") == (0, 2) and memory.ability.record("mb", "cancel") == (2, 2)
+    assert events(services, "distill")[0]["assessment"] == {"1": False, "2": False, "3": True, "4": True}
+    assert events(services, "ability")[0]["source"] == "distiller"
+    labelled, _ = edv({"ability_from": "labels"}, services=em.services(em.pool_client(scripts)))
+    labelled.build(em.task(), em.ScriptedRollout(em.task(), labelled, succeeds=("ma",)))
+    assert labelled.ability.record("ma", "cancel") == (2, 2) and labelled.ability.record("mb", "cancel") == (0, 2)
+
+
+def test_construction_prompts_carry_no_outcome_label_unless_the_labelled_variant_asks():
+    """The distiller answers differently when it sees labels: only `edv_labelled` (show_outcomes) gets them."""
+    saw_labels = {"match": "outcome: (success|failure)", "reply": CONTRARIAN.replace("Alpha rule", "Labelled rule")}
+    scripts = {m: [*em.verdicts(("Alpha rule", "Labelled rule")), saw_labels] for m in ("ma", "mb", "mc")}
+    default, _ = edv(services=em.services(em.pool_client(scripts)))
+    default.build(em.task(), em.ScriptedRollout(em.task(), default))
+    assert {i["title"] for i in default.banks.items.values()} == {"Alpha rule"}
+    labelled_cfg = yaml.safe_load((REPO / "conf/memory/edv_labelled.yaml").read_text())["params"]
+    labelled, _ = edv(labelled_cfg, services=em.services(em.pool_client(scripts)))
+    labelled.build(em.task(), em.ScriptedRollout(em.task(), labelled))
+    assert {i["title"] for i in labelled.banks.items.values()} == {"Labelled rule"}
+
+
+def test_each_candidate_gets_the_whole_per_candidate_budget():
+    from baselines.edv.prompts import Candidate, render_candidates
+
+    long_obs = "x" * 20_000
+    cands = []
+    for n in range(1, 5):
+        traj = em.Trajectory(task_id="t1", framework="scripted", initial_observation=long_obs)
+        cands.append(Candidate(n, f"executor {n}", traj, "unknown"))
+    one = len(render_candidates(cands[:1], 6000, show_outcome=False))
+    four = len(render_candidates(cands, 6000, show_outcome=False))
+    assert one > 5000 and four > 4 * 5000  # a shared budget would give each of four about 1500
 
 
 # -- Execute: candidates, temperatures, roles ------------------------------------------------------
@@ -393,11 +440,15 @@ def test_table4_configs_staff_the_roles_of_their_row(config, n_exec, distiller_i
 
 
 def test_table5_configs_change_routing_and_storage():
-    fixed, _ = edv(_config_params("edv_fixed"))
-    for i in range(2):
-        t = em.task(f"t{i}", task_type=f"type{i}")
-        fixed.build(t, em.ScriptedRollout(t, fixed, succeeds=("mb",) if i else ("ma", "mb")))
-    assert fixed.select_model(em.task("q", task_type="type0")) == "mb"  # best over all types, not per type
+    # one task type (RETAIL): construction shows mb is better, yet EDV-Fixed keeps its fixed solver
+    full, _ = edv({"ability_from": "labels"})
+    fixed, _ = edv({**_config_params("edv_fixed"), "ability_from": "labels"})
+    for memory in (full, fixed):
+        for i in range(2):
+            t = em.task(f"t{i}", task_type="retail")
+            memory.build(t, em.ScriptedRollout(t, memory, succeeds=("mb",)))
+    assert full.select_model(em.task("q", task_type="retail")) == "mb"
+    assert fixed.select_model(em.task("q", task_type="retail")) == "ma"  # the pool's designated best backbone
     shared, _ = edv(_config_params("edv_only_shared"))
     shared.build(em.task(), em.ScriptedRollout(em.task(), shared))
     assert sorted(i["bank"] for i in shared.banks.items.values()) == ["shared", "shared"]
@@ -426,3 +477,19 @@ def test_online_variant_constructs_after_solving_and_never_without_a_rollout():
     assert memory.banks.items
     memory.observe(episode)  # no pending rollout any more
     assert events(services, "skip")[-1]["reason"] == "no_rollout"
+
+
+def test_retrieval_keys_on_what_the_task_presents_not_only_its_shared_instruction():
+    """Fix 4: identical instructions (tau2) must not hand every task the same first entries."""
+    instruction = "You are a customer service agent. Help the user according to the policy."
+    params = {"shared_threshold": 0.0, "private_threshold": 0.0, "top_k": 1}
+    memory, _ = edv(params)
+    for task_id, opening in [
+        ("cancel", "Hi, I need to cancel my pending order of office chairs."),
+        ("exchange", "Hello, I want to exchange my running shoes for a larger size."),
+    ]:
+        t = replace(em.task(task_id, instruction=instruction), mode="conversation")
+        memory.build(t, em.ScriptedRollout(t, memory, opening=opening))
+    asking = replace(em.task("new", instruction=instruction), mode="conversation")
+    query = em.RecallQuery(task=asking, level="agent", agent="solver", role="actor", context="Exchange my shoes?")
+    assert {i.metadata["source_task"] for i in memory.recall(query)} == {"exchange"}

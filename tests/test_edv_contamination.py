@@ -45,54 +45,70 @@ def feed(memory, n: int) -> list[float]:
     return shares
 
 
-def test_the_injected_share_settles_at_the_fraction():
+def test_every_tenth_task_is_contaminated_and_the_share_never_exceeds_the_fraction():
     memory, _ = bank()
-    shares = feed(memory, 40)
-    total = memory.item_count()
-    assert abs(shares[-1] - 0.1) <= 2 / total  # within one injected entry of 10%
-    assert all(s <= 0.34 for s in shares)  # the first injection is the largest jump
+    feed(memory, 40)
+    injected = [e["task_id"] for e in memory.entries.values() if e["origin"] == "contamination"]
+    assert injected == ["t9", "t19", "t29", "t39"]  # the 10th, 20th, ... task
+    assert memory.injected_entries() / len(memory.entries) == 0.1
     none, _ = bank(fraction=0.0)
     feed(none, 10)
     assert none.injected_items() == 0
 
 
-def test_injected_entries_are_marked_and_retrieved_like_the_original():
+def test_injected_entries_are_recalled_at_their_share_of_memory():
+    """The point of sec. 5.4: wrong experience must actually reach agents, as 10% of memory would."""
+    memory, _ = bank()
+    episodes = [bm.episode(f"Task number {i} of the study", f"t{i}", True) for i in range(40)]
+    for ep in episodes:
+        memory.observe(ep)
+    recalled = []
+    for ep in episodes:  # a new task resembling each stored one
+        query = bm.query(ep.task.instruction, f"new-{ep.task.id}", context=ep.trajectory.initial_observation)
+        recalled.append({memory.entries[i.metadata["entry"]]["origin"] for i in memory.recall(query)})
+    rate = sum("contamination" in r for r in recalled) / len(recalled)
+    assert rate == pytest.approx(0.1)
+
+
+def test_llm_source_stores_the_rewritten_items_under_the_tasks_own_key():
     meter = UsageMeter()
-    memory, services = bank()
+    memory, services = bank(source="llm")
     services.llm = services.llm.with_context(meter=meter)
-    feed(memory, 3)
+    feed(memory, 10)
     injected = [e for e in memory.entries.values() if e["origin"] == "contamination"]
     assert len(injected) == 1 and injected[0]["items"][0]["title"] == "Pay changes with a certificate"
-    source = memory.entries[injected[0]["source_entry"]]
-    assert injected[0]["query"] == source["query"] and source["origin"] == "induced"
+    assert injected[0]["task_id"] == "t9" and not any(
+        e["task_id"] == "t9" and e["origin"] == "induced" for e in memory.entries.values()
+    )
+    assert injected[0]["query"].startswith(f"{bm.SORT} 9")
     assert meter.by_role()["contaminator"]["calls"] == 1
     admits = [e for e in services.audit.read() if e["event"] == "admit" and e["origin"] == "contamination"]
-    assert len(admits) == 1
-    recalled = memory.recall(bm.query(source["query"], "someone-else"))
-    assert {i.metadata["entry"] for i in recalled} <= {source["id"], injected[0]["id"]}
-    assert memory.stats()["injected_items"] == 1.0
+    assert len(admits) == 1 and memory.stats()["injected_items"] == 1.0
 
 
-def test_file_items_are_cycled_and_bad_files_fail_clearly(tmp_path):
+def test_file_items_are_cycled_hashed_into_the_identity_and_bad_files_fail_clearly(tmp_path):
     path = tmp_path / "wrong.jsonl"
     rows = [{"title": f"Wrong {i}", "description": "d", "content": f"Do the wrong thing {i}."} for i in range(3)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     memory, _ = bank(source="file", items_file=str(path), max_items=2)
-    feed(memory, 30)
+    feed(memory, 20)
     titles = [i["title"] for e in memory.entries.values() if e["origin"] == "contamination" for i in e["items"]]
-    assert titles[:4] == ["Wrong 0", "Wrong 1", "Wrong 2", "Wrong 0"]
-    with pytest.raises(ConfigError, match="needs items_file"):
-        bank(source="file")
+    assert titles == ["Wrong 0", "Wrong 1", "Wrong 2", "Wrong 0"]
+    default, _ = bank()  # the shipped wrong payment rules for RETAIL
+    assert len(default.describe()["items_file_sha256"]) == 64
+    assert default.describe()["items_file_sha256"] != memory.describe()["items_file_sha256"]
     (tmp_path / "bad.jsonl").write_text('{"title": "x"}\n')
     with pytest.raises(ConfigError, match="line 1 is not a memory item"):
         bank(source="file", items_file=str(tmp_path / "bad.jsonl"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        bank(source="file", items_file=str(tmp_path / "missing.jsonl"))
 
 
 def test_a_provider_failure_leaves_the_contaminated_bank_as_it_was():
-    memory, _ = bank()
-    feed(memory, 2)
+    memory, _ = bank(source="llm")
+    feed(memory, 9)
     before = memory.state_dict()
     memory.services.llm = failing_llm()
     with pytest.raises(InfraError):
-        memory.observe(bm.episode(bm.SORT, "x", True))
+        memory.observe(bm.episode(bm.SORT, "x", True))  # the 10th task: due for contamination
     assert memory.state_dict() == before

@@ -25,6 +25,7 @@ EDV_RUN = (
     "protocol.mode=build_then_freeze",
     "benchmark.params.train_size=4",
     "benchmark.params.size=2",
+    "memory.params.ability_from=labels",  # the scripted distiller's assessment is one fixed reply
 )
 
 

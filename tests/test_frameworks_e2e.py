@@ -9,12 +9,15 @@ every recall must be at a decision's scope with the ids the recorder returned.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fw_helpers import check_graph
 
+from aecg_bench.analysis import load
+from aecg_bench.analysis.paper import AGENT_ROLES, cost_table
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
 from aecg_bench.types import trajectory_from_dict
@@ -25,12 +28,10 @@ FRAMEWORKS = ["autogen", "autogen_gmemory", "macnet", "agentnet"]
 SCOPES: dict[str, set[tuple[str, str, str]]] = {
     "autogen": {("planner", "planner", "team"), ("executor", "executor", "agent"), ("critic", "critic", "event")},
     "autogen_gmemory": {("solver", "solver", "agent")},
-    "macnet": {
-        ("node_0", "solver", "agent"),
-        ("node_1", "solver", "agent"),
-        ("node_2", "merger", "agent"),
-        ("node_3", "merger", "agent"),
-        *{(f"instructor_{p}_{i}", "instructor", "event") for p in (0, 1) for i in (2, 3)},
+    "macnet": {  # chatdev protocol on G-Memory's random 3-node graph (drawn per sample)
+        *{(f"node_{i}", role, "agent") for i in range(3) for role in ("solver", "merger")},
+        *{(f"node_{i}", "instructor", "event") for i in range(3)},
+        ("final", "instructor", "event"),
         ("final", "decider", "team"),
     },
     "agentnet": {
@@ -60,42 +61,43 @@ def _trajectories(rd: RunDir) -> list[tuple[dict[str, Any], Any]]:
     return out
 
 
-MACNET_PASS = ["node_0", "node_1", "instructor_0_2", "instructor_1_2", "instructor_0_3", "instructor_1_3"]
-MACNET_PASS += ["node_2", "node_3", "final"]
-
-
 def _check_framework_graph(framework: str, traj: Any) -> None:
     """Each framework's exact decision pattern and parents on the oracle's runs."""
     ds = traj.decisions
     if framework == "autogen":  # step 0: planner, executor, critic; later steps: executor, critic
-        assert [d.role for d in ds] == ["planner"] + ["executor", "critic"] * len(traj.steps)
+        # the oracle answers the critic with an action: no verdict, so the critic is asked once more
+        assert [d.role for d in ds] == ["planner"] + ["executor", "critic", "critic"] * len(traj.steps)
+        assert {v["verdict"] for v in traj.metadata["autogen"]["verdicts"]} == {"unparsed"}
         plan = ds[0].id
         assert ds[0].parents == () and ds[1].parents == (plan,) and ds[2].parents == (plan, ds[1].id)
-        for k in range(3, len(ds), 2):
-            executor, critic = ds[k], ds[k + 1]
-            assert executor.parents == (ds[k - 2].id, plan)  # own previous action (which made the observation), plan
-            assert critic.parents == (ds[k - 1].id, ds[k - 2].id, plan, executor.id)
+        assert ds[3].parents == (ds[2].id, plan, ds[1].id)  # the re-asked critic sees its own unreadable reply
+        for k in range(4, len(ds), 3):
+            executor, critic, again = ds[k], ds[k + 1], ds[k + 2]
+            assert executor.parents == (ds[k - 3].id, plan)  # own previous action (which made the observation), plan
+            assert critic.parents == (ds[k - 1].id, ds[k - 3].id, plan, executor.id)
+            assert again.parents == (critic.id, ds[k - 3].id, plan, executor.id)
         assert [s.decision_id for s in traj.steps] == [d.id for d in ds if d.role == "executor"]
     elif framework == "autogen_gmemory":  # the helper never steps in: the oracle does not repeat itself thrice
         assert [d.role for d in ds] == ["solver"] * len(traj.steps)
         assert all(d.parents == ((ds[i - 1].id,) if i else ()) for i, d in enumerate(ds))
-    elif framework == "macnet":  # layered 4/2: two solvers, four instructors, two mergers, the final decision
-        assert traj.metadata["macnet"]["edges"] == [[0, 2], [0, 3], [1, 2], [1, 3]]
-        assert [d.agent for d in ds] == MACNET_PASS * len(traj.steps)
-        for k in range(0, len(ds), len(MACNET_PASS)):
-            n = {d.agent: d.id for d in ds[k : k + len(MACNET_PASS)]}
-            prev = (ds[k - 1].id,) if k else ()  # the previous final decision made the observation
-            by = {d.agent: d for d in ds[k : k + len(MACNET_PASS)]}
-            assert by["node_0"].parents == prev and by["node_1"].parents == prev
-            assert by["instructor_1_2"].parents == (n["node_1"], *prev)
-            assert by["node_2"].parents == (n["node_0"], n["instructor_0_2"], n["node_1"], n["instructor_1_2"], *prev)
-            assert by["final"].parents == (n["node_2"], n["node_3"], *prev)
-        assert [s.decision_id for s in traj.steps] == [d.id for d in ds if d.agent == "final"]
-    else:  # agentnet: the oracle never routes, so the entry agent executes everything
+    elif framework == "macnet":  # per step: sources propose, every edge (and sink->output) is reviewed and
+        # revised (two calls), every node reached by two or more revisions aggregates them; the output node acts
+        meta = traj.metadata["macnet"]
+        edges = [tuple(e) for e in meta["edges"]] + [(s, "out") for s in meta["sinks"]]
+        targets = [j for _, j in edges]
+        sources = meta["nodes"] - len({j for j in targets if j != "out"})
+        merges = sum(targets.count(j) >= 2 for j in set(targets))
+        per_step = sources + 2 * len(edges) + merges
+        assert len(ds) == per_step * len(traj.steps)
+        finals = [ds[k * per_step - 1] for k in range(1, len(traj.steps) + 1)]
+        assert [s.decision_id for s in traj.steps] == [d.id for d in finals]
+        assert all((d.agent, d.role, d.level) == ("final", "decider", "team") for d in finals)
+    else:  # agentnet: the oracle answers routers with an action: unparsed, re-asked once, the entry agent executes
         entry = traj.metadata["agentnet"]["entry"]
-        assert [(d.agent, d.role) for d in ds] == [(entry, "router")] + [(entry, "executor")] * len(traj.steps)
+        routers = [(entry, "router")] * 2
+        assert [(d.agent, d.role) for d in ds] == routers + [(entry, "executor")] * len(traj.steps)
         assert all(d.parents == ((ds[i - 1].id,) if i else ()) for i, d in enumerate(ds))
-        assert traj.metadata["agentnet"]["invalid_routes"] == 1
+        assert traj.metadata["agentnet"]["unparsed_routes"] == 2
 
 
 @pytest.mark.parametrize("benchmark", ["toy", "toy_tools"])
@@ -142,7 +144,18 @@ def test_framework_runs_toys_without_memory(make_config, framework, benchmark):
         check_graph(traj)
         _check_framework_graph(framework, traj)
         assert all(d.recalled_memory_ids == () for d in traj.decisions)
-        assert rec["usage"]["by_role"]["agent"]["calls"] == len(traj.decisions) == rec["decisions"]
+        # every call is accounted under its decision's role (MacNet's solver/merger nodes as "node"),
+        # and the per-role calls and tokens add up to the sample's totals and to the decision nodes
+        by_role = rec["usage"]["by_role"]
+        accounted = Counter(
+            "node" if d.role in ("solver", "merger") and framework == "macnet" else d.role for d in traj.decisions
+        )
+        assert {r: u["calls"] for r, u in by_role.items()} == dict(accounted)
+        assert sum(u["calls"] for u in by_role.values()) == rec["usage"]["total"]["calls"] == rec["decisions"]
+        assert sum(u["input_tokens"] for u in by_role.values()) == rec["usage"]["total"]["input_tokens"]
+        assert sum(d.input_tokens for d in traj.decisions) == rec["usage"]["total"]["input_tokens"] > 0
+        assert set(by_role) <= set(AGENT_ROLES)
+        assert rec["decisions_by"]["level"] == dict(Counter(d.level for d in traj.decisions))
 
 
 def test_records_show_macnet_costs_more_tokens_than_autogen_and_agentnet(make_config):
@@ -150,5 +163,22 @@ def test_records_show_macnet_costs_more_tokens_than_autogen_and_agentnet(make_co
     for framework in ("agentnet", "autogen", "macnet"):
         rec = _run(make_config, framework, "toy", "no_memory", size=1).records()[0]
         assert rec["steps"] > 0
-        tokens[framework] = rec["usage"]["by_role"]["agent"]["input_tokens"]
+        tokens[framework] = rec["usage"]["total"]["input_tokens"]
     assert tokens["macnet"] > 2 * tokens["autogen"] > 2 * tokens["agentnet"] > 0
+
+
+def test_run_json_and_cost_table_split_by_level_agent_and_role(make_config):
+    """A 3-task AutoGen run: run.json holds decisions per level, agent and role; the cost table's per-role
+    token columns add up to its agent-side tokens."""
+    rd = _run(make_config, "autogen", "toy", "no_memory", size=3)
+    header = rd.read_header()
+    decisions = header["decisions"]
+    records = rd.records()
+    assert decisions["total"] == sum(r["decisions"] for r in records) > 0
+    assert set(decisions["by_level"]) == {"team", "event", "agent"}
+    assert set(decisions["by_agent"]) == {"planner", "executor", "critic"}
+    assert sum(decisions["share_by_level"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert set(header["usage"]["by_role"]) == {"planner", "executor", "critic"}
+    table = cost_table(load(rd.path.parents[4]))
+    row = table.iloc[0]
+    assert row["agent_tokens"] == row["tokens_planner"] + row["tokens_executor"] + row["tokens_critic"] > 0

@@ -227,3 +227,29 @@ def test_max_output_tokens_caps_every_call():
     client.complete(MSG, max_tokens=768)
     client.complete(MSG)
     assert [r.params["max_tokens"] for r in provider.calls] == [64, 64]
+
+
+def test_the_first_stored_reply_wins_over_a_later_one(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    first, second = ResponseCache(path), ResponseCache(path)  # two processes of one sweep
+    assert first.put("k", "m", {"text": "first"}) == {"text": "first"}
+    assert second.put("k", "m", {"text": "second"}) == {"text": "first"}
+    assert second.get("k") == first.get("k") == {"text": "first"}
+
+
+def test_a_run_that_loses_the_race_uses_the_reply_already_stored(tmp_path, monkeypatch):
+    """Same-seed runs in a parallel sweep: both miss, both call; the later one must adopt the first reply."""
+    import dataclasses
+
+    early = mock_client(tmp_path, mode="read_write", default="early reply")
+    late = mock_client(tmp_path, mode="read_write", default="early reply")
+    messages = [{"role": "user", "content": "distill these candidates"}]
+    real_call = late._call_with_retries
+
+    def call_while_the_other_run_stores(*args, **kwargs):
+        result, retries = real_call(*args, **kwargs)
+        assert early.complete(messages).text == "early reply"  # lands in the cache first
+        return dataclasses.replace(result, text="late reply"), retries  # a re-sample that differs
+
+    monkeypatch.setattr(late, "_call_with_retries", call_while_the_other_run_stores)
+    assert late.complete(messages).text == "early reply"

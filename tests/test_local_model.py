@@ -51,7 +51,7 @@ def test_emulated_tool_calls_parse_into_tool_calls_or_a_message():
 def test_fever_claims_answered_by_the_embedded_model_end_to_end(make_config, shared_data):
     final = run_from_config(make_config("experiment=smoke", "benchmark.params.size=3", data_root=shared_data))
     assert final["status"] == "complete" and final["counts"]["recorded"] == 3
-    assert final["usage"]["by_role"]["agent"]["input_tokens"] > 0
+    assert final["usage"]["total"]["input_tokens"] > 0
     assert final["eval"]["scored"] == 3
 
 

@@ -50,9 +50,10 @@ def _timed_oracle(request: Request, spec: ModelSpec) -> str:
     return mock_oracle(request, spec)
 
 
-def test_concurrent_layers_give_the_same_graph_as_sequential_ones():
+@pytest.mark.parametrize("protocol", ["gmemory", "chatdev"])
+def test_concurrent_layers_give_the_same_graph_as_sequential_ones(protocol):
     def shape(workers: int) -> list[tuple]:
-        fw = MacNetFramework({"topology": "star", "nodes": 4, "max_workers": workers})
+        fw = MacNetFramework({"protocol": protocol, "topology": "star", "nodes": 4, "max_workers": workers})
         traj = run_task(fw, TOY, ToyEnv(3, 5, 8), scripted_llm(_timed_oracle), seed=3)
         assert traj.status == Status.OK and len(traj.steps) == 3
         check_graph(traj)
@@ -60,6 +61,8 @@ def test_concurrent_layers_give_the_same_graph_as_sequential_ones():
 
     sequential = shape(1)
     assert shape(4) == sequential
+    if protocol == "chatdev":
+        return
     assert [a for _, a, *_ in sequential[:8]] == [
         "node_0",
         "instructor_0_1",
@@ -82,7 +85,7 @@ def test_random_topology_is_drawn_from_the_sample_rng_and_recorded():
 
 
 def test_without_instructors_nodes_see_predecessors_directly():
-    fw = MacNetFramework({"topology": "chain", "nodes": 3, "instructors": False})
+    fw = MacNetFramework({"protocol": "gmemory", "topology": "chain", "nodes": 3, "instructors": False})
     traj = run_task(fw, ANSWER_TASK, AnswerEnv(), oracle_llm(default="SUPPORTS"))
     assert [(d.agent, d.role, d.level, d.parents) for d in traj.decisions] == [
         ("node_0", "solver", "agent", ()),
@@ -107,6 +110,86 @@ def test_unparsable_final_decisions_are_bounded():
     def policy(request: Request, spec: ModelSpec) -> str:
         return "```\n```" if "final decision" in system_of(request) else "stop"
 
-    traj = run_task(MacNetFramework({"nodes": 1}), TOY, ToyEnv(3, 5, 8), scripted_llm(policy), max_invalid_actions=1)
+    fw = MacNetFramework({"protocol": "gmemory", "nodes": 1})
+    traj = run_task(fw, TOY, ToyEnv(3, 5, 8), scripted_llm(policy), max_invalid_actions=1)
     assert traj.status == Status.MODEL_ERROR and traj.invalid_actions == 2
     assert [d.agent for d in traj.decisions] == ["node_0", "final"] * 2
+
+
+def test_reversed_topologies_converge():
+    assert build_dag("star", 4, rng=random.Random(0), reverse=True).edges == ((0, 3), (1, 3), (2, 3))
+    tree = build_dag("tree", 5, rng=random.Random(0), width=2, reverse=True)
+    assert tree.sinks() == [4] and len(tree.edges) == 4
+
+
+def _recording_oracle(seen: list[Request]):
+    def policy(request: Request, spec: ModelSpec) -> str:
+        seen.append(request)
+        if "reviewing the proposal" in system_of(request):
+            return "Comment: mind the target cell."
+        return mock_oracle(request, spec)
+
+    return scripted_llm(policy)
+
+
+def test_chatdev_protocol_reviews_and_revises_on_every_edge_and_aggregates_with_a_depth_schedule():
+    seen: list[Request] = []
+    fw = MacNetFramework({"topology": "layered", "nodes": 4, "width": 2})
+    traj = run_task(fw, TOY, ToyEnv(3, 5, 8), _recording_oracle(seen), max_steps=1)
+    check_graph(traj)
+    ds = traj.decisions
+    shape = [(d.agent, d.role, d.level) for d in ds]
+    review, revise = ("instructor", "event"), ("solver", "agent")
+    assert shape == [
+        ("node_0", *revise),  # sources propose (no instructor: nothing to review yet)
+        ("node_1", *revise),
+        *[(f"node_{i}", *review) for i in (2, 2, 3, 3)],  # node i reviews each predecessor's proposal...
+        *[(f"node_{i}", *revise) for i in (2, 2, 3, 3)],  # ...and revises it: two calls per edge
+        ("node_2", "merger", "agent"),  # two revisions reach each node: it aggregates them
+        ("node_3", "merger", "agent"),
+        ("final", "instructor", "event"),  # the output node does the same over the sinks
+        ("final", "instructor", "event"),
+        ("final", "decider", "team"),
+        ("final", "decider", "team"),
+        ("final", "decider", "team"),
+    ]
+    assert len(ds) == 17 and traj.steps[0].decision_id == ds[-1].id
+    by = {d.id: d for d in ds}
+    revision_0_2 = ds[6]
+    assert revision_0_2.parents == (ds[0].id, ds[2].id)  # node 0's proposal and node 2's comments on it
+    assert "[comments on node 0] Comment: mind the target cell." in system_of(seen[6])
+    endings = [str(r.messages[-1]["content"]).splitlines()[-1] for r in seen]
+    assert endings[2].startswith("Your comment with the highest priority") and endings[6] == "Next action:"
+    assert ds[10].parents == (ds[6].id, ds[7].id)  # node 2 merges its two revisions
+    assert by[ds[-1].parents[0]].agent == "final"
+    # temperature 1 - depth / D over input (0), two layers, output (D = 3)
+    temps = [r.params["temperature"] for r in seen]
+    assert temps[:2] == [0.6667, 0.6667] and set(temps[2:12]) == {0.3333} and set(temps[12:]) == {0.0}
+    # the step cost is visible per role: 2 + 4 x 2 + 2 node calls, 2 x 2 + 1 output-node calls
+    assert sum(d.role == "instructor" for d in ds) == 6
+
+
+def test_chatdev_without_schedule_or_instructors():
+    seen: list[Request] = []
+    fw = MacNetFramework({"topology": "chain", "nodes": 2, "instructors": False, "temperature_schedule": False})
+    traj = run_task(fw, ANSWER_TASK, AnswerEnv(), _recording_oracle(seen))
+    assert [(d.agent, d.role) for d in traj.decisions] == [
+        ("node_0", "solver"),
+        ("node_1", "solver"),
+        ("final", "decider"),
+    ]
+    assert len({r.params["temperature"] for r in seen}) == 1  # the model's own, at every depth
+    seen.clear()  # a temperature imposed by the caller (EDV's rollouts) wins over the schedule
+    llm = _recording_oracle(seen).with_context(temperature=0.7)
+    run_task(MacNetFramework({"topology": "chain", "nodes": 2}), ANSWER_TASK, AnswerEnv(), llm)
+    assert {r.params["temperature"] for r in seen} == {0.7}
+
+
+def test_the_default_graph_is_g_memorys_random_three_nodes_and_seeds_vary_it():
+    fw = MacNetFramework()
+    assert fw.params.protocol == "chatdev" and fw.params.topology == "random" and fw.params.nodes == 3
+    graphs = {
+        str(run_task(fw, ANSWER_TASK, AnswerEnv(), oracle_llm(default="SUPPORTS"), seed=s).metadata["macnet"]["edges"])
+        for s in range(6)
+    }
+    assert len(graphs) > 1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from aecg_bench.errors import ConfigError
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.identity import derive_seed, results_dir_of
 from aecg_bench.runner.records import RunDir
@@ -61,3 +64,9 @@ def test_sample_seeds_depend_on_run_seed_and_sample_not_on_order(make_config):
     assert [r["seed"] for r in a] == [derive_seed(3, "toy", r["sample_id"], "eval", 0) for r in a]
     assert not {r["seed"] for r in a} & {r["seed"] for r in b}
     assert derive_seed(3, "toy", "test-1", "eval", 0) == derive_seed(3, "toy", "test-1", "eval", 0)
+
+
+def test_build_split_equal_to_the_evaluated_split_is_refused(make_config):
+    cfg = make_config("protocol.mode=build_then_freeze", "protocol.build_split=test", "protocol.split=test")
+    with pytest.raises(ConfigError, match=r"build_split and protocol\.split are both 'test'"):
+        run_from_config(cfg)

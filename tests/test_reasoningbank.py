@@ -93,3 +93,23 @@ def test_item_parsing_tolerates_format_drift():
     assert items[0].content == "Note the state after each step."
     assert items[1].content == "Stop on the goal. Content matters too."
     assert parse_items("no items at all") == [] and parse_items(None) == []
+
+
+TAU2_INSTRUCTION = "You are a customer service agent. Help the user according to the policy."
+
+
+@pytest.mark.parametrize("key", ["instruction+observation", "instruction"])
+def test_tasks_with_one_shared_instruction_are_told_apart_by_what_they_present(key):
+    """tau2: every task of a domain has the same instruction; the user's first message differs."""
+    memory, _ = bank(retrieval_key=key)
+    for task_id, opening in [
+        ("cancel", "Hi, I need to cancel my pending order of office chairs."),
+        ("exchange", "Hello, I want to exchange my running shoes for a larger size."),
+    ]:
+        ep = bm.episode(TAU2_INSTRUCTION, task_id, True)
+        ep.trajectory.initial_observation = opening
+        memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
+    query = bm.query(TAU2_INSTRUCTION, "new", context="Could I exchange these shoes for a larger size please?")
+    query = replace(query, task=replace(query.task, mode="conversation"))
+    recalled = {i.metadata["source_task"] for i in memory.recall(query)}
+    assert recalled == ({"exchange"} if key == "instruction+observation" else {"cancel"})  # else: insertion order

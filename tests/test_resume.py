@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 from aecg_bench.run import run_from_config
-from aecg_bench.runner.identity import results_dir
+from aecg_bench.runner.identity import results_dir, results_dir_of
 from aecg_bench.runner.records import RunDir, latest_by_position
 
 STABLE = (
@@ -240,3 +240,16 @@ def test_a_second_process_on_the_same_run_is_refused(make_config):
     finally:
         holder.release()
     assert run_from_config(make_config(*RUN))["status"] == "complete"
+
+
+def test_resuming_with_the_cache_off_warns_that_memory_calls_are_resampled(make_config):
+    def crash_and_resume(*run: str) -> str:
+        rd = RunDir(results_dir_of(run_from_config(make_config(*run))))
+        lines = rd.samples_file.read_text().splitlines(keepends=True)
+        rd.samples_file.write_text("".join(lines[:-1]))  # the last item was lost in a crash
+        run_from_config(make_config(*run))
+        return (rd.path / "run.log").read_text()
+
+    run = ("benchmark=toy", "benchmark.params.size=3", "memory=reasoningbank")
+    assert "re-sampled" in crash_and_resume(*run, "runtime.cache.mode=off")
+    assert "re-sampled" not in crash_and_resume(*run, "experiment_name=cached")

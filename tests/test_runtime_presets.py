@@ -52,3 +52,13 @@ def test_submitit_resubmits_a_timed_out_job_with_its_arguments():
     again = launcher.checkpoint(["seed=1"], "job-dir", 0, 7, {"state": 1})
     assert isinstance(again, submitit.helpers.DelayedSubmission)
     assert again.args == (["seed=1"], "job-dir", 0, 7, {"state": 1})
+
+
+def test_a_cluster_job_on_another_node_does_not_watch_the_launchers_pid(monkeypatch):
+    """A sweep worker stops its run when the launching process is gone; on SLURM or Ray the job runs on
+    another node, where the launcher's pid names nothing, so it must not conclude the launcher died."""
+    from aecg_bench.runner import lifecycle
+
+    monkeypatch.setenv(lifecycle.PARENT_ENV, "4242")
+    monkeypatch.setenv(lifecycle.HOST_ENV, "a-login-node-that-is-not-this-one")
+    assert lifecycle.watch_parent(getppid=lambda: 1, on_gone=lambda: None) is None

@@ -50,6 +50,19 @@ class Belief:
     slow: Beta
     fast: Beta
     events: int = 0  # admitted evidence events since this version was created
+    # references of the cumulative-only ablation, which judges degradation on the slow belief alone
+    # (see `drift`): the slow belief this version started from (inherited at promotion or activation)
+    # and the slow belief at its highest mean since then
+    origin: Beta | None = None
+    peak: Beta | None = None
+
+    def reference(self, which: str) -> Beta:
+        ref = self.peak if which == "peak" else self.origin
+        return ref if ref is not None else self.slow
+
+
+def _peak(previous: Beta | None, slow: Beta) -> Beta:
+    return slow if previous is None or slow.mean >= previous.mean else previous
 
 
 def discount(window: float) -> float:
@@ -68,7 +81,7 @@ def update(belief: Belief, success: bool, weight: float, prior: Beta, window: fl
         prior.alpha + d * (belief.fast.alpha - prior.alpha) + s,
         prior.beta + d * (belief.fast.beta - prior.beta) + f,
     )
-    return Belief(slow=slow, fast=fast, events=belief.events + 1)
+    return Belief(slow=slow, fast=fast, events=belief.events + 1, origin=belief.origin, peak=_peak(belief.peak, slow))
 
 
 def inherit(pos: float, neg: float, fraction: float, prior: Beta, window: float) -> Belief:
@@ -76,10 +89,9 @@ def inherit(pos: float, neg: float, fraction: float, prior: Beta, window: float)
     ip, ineg = fraction * max(pos, 0.0), fraction * max(neg, 0.0)
     mass = ip + ineg
     scale = min(1.0, window / mass) if mass > 0 else 1.0
+    slow = Beta(prior.alpha + ip, prior.beta + ineg)
     return Belief(
-        slow=Beta(prior.alpha + ip, prior.beta + ineg),
-        fast=Beta(prior.alpha + scale * ip, prior.beta + scale * ineg),
-        events=0,
+        slow=slow, fast=Beta(prior.alpha + scale * ip, prior.beta + scale * ineg), events=0, origin=slow, peak=slow
     )
 
 

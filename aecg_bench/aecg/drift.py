@@ -17,17 +17,21 @@ drift >= min_drift and the version has been used at least min_uses times
 (and is out of its post-review cooldown, see `governance`).
 
 Reference and current beliefs:
-- AECG (dual timescale): reference = the slow belief (history), current =
-  the fast belief (recent). The reference is bounded below by
-  `reliability_floor` (r_k = max(slow_k, floor); its mean max(slow mean,
-  floor)): a skill that keeps failing after a short, weak history has no
-  history to degrade from, and without the floor it would never be
-  reviewed (our simulation: 100% missed at floor 0). With floor 0 this is
-  the paper's pure slow-vs-fast comparison. The floor is ours.
-- Cumulative-only ablation: there is no recent belief, so the slow belief is
-  the current one and the reference is the floor alone (the paper does not
-  spell this variant out; this is our reading of "cumulative only", and it
-  changes nothing but the missing fast belief).
+- AECG (dual timescale, sec. 3.3): reference = the slow belief (history),
+  current = the fast belief (recent).
+- Cumulative-only ablation (RQ3, Figure 3): no fast belief, so degradation
+  is judged on the slow belief alone: current = the slow belief now,
+  reference = the slow belief at an earlier point of the same version,
+  `cumulative_reference`: `peak` (default: its highest-mean state since the
+  version was created) or `origin` (the belief it was created with). The
+  qualification rule is the full method's. The paper names the variant
+  without a formula; both references are our readings (docs/memory/aecg.md
+  gives their detection delays: `origin` rarely reviews a skill with a long
+  good history at all, `peak` reviews it a little later than dual).
+- `reliability_floor` (ours, default 0 = off, the paper has none) bounds the
+  reference from below in both variants: r_k = max(r_k, floor), its mean
+  max(mean, floor). With it, a skill that fails from its first uses after a
+  weak history is reviewed too; the paper's method does not do that.
 
 Samples come from a generator seeded by a hash of (run seed, skill version,
 evidence events), so the score is a pure function of the belief: no RNG
@@ -79,9 +83,11 @@ def belief_drift(belief: Belief, beliefs: BeliefParams, params: DriftParams, key
     rng = rng_for(key, belief.events)
     n, floor = params.samples, params.reliability_floor
     if beliefs.fast:
-        ref = np.maximum(belief.slow.sample(rng, n), floor)
-        return paired_drift(ref, belief.fast.sample(rng, n), max(belief.slow.mean, floor), belief.fast.mean)
-    return paired_drift(np.full(n, floor), belief.slow.sample(rng, n), floor, belief.slow.mean)
+        reference, current = belief.slow, belief.fast
+    else:
+        reference, current = belief.reference(params.cumulative_reference), belief.slow
+    ref = np.maximum(reference.sample(rng, n), floor)
+    return paired_drift(ref, current.sample(rng, n), max(reference.mean, floor), current.mean)
 
 
 def qualifies(drift: Drift, uses: int, params: DriftParams) -> bool:

@@ -5,8 +5,8 @@ admitted against the reviewed version:
 - more (or as many) "applicability" than "procedure" verdicts -> context narrowing,
 - more "procedure" verdicts -> procedural repair,
 - no qualified verdict with a mode -> no change.
-Under symmetric admission there are no judges and no diagnosis; those
-BadCases route to narrowing, the less invasive action (ours).
+The symmetric-admission ablation routes the same way: its judges still
+diagnose (their agreed mode), only their agreement no longer gates admission.
 
 Constraints the paper's prompts state are also enforced in code, so a model
 that ignores them cannot break them:
@@ -31,15 +31,12 @@ from aecg_bench.aecg.objects import Fixture, Skill, SkillContent
 from aecg_bench.aecg.predicate import Predicate, clean_terms, words
 
 NARROWING, REPAIR, NO_CHANGE = "narrowing", "repair", "none"
-UNATTRIBUTED = "unattributed"
 
 
 def route(failure_modes: list[str]) -> tuple[str, str]:
     counts = Counter(failure_modes)
     app, proc = counts["applicability"], counts["procedure"]
     if app == 0 and proc == 0:
-        if counts[UNATTRIBUTED]:
-            return NARROWING, "failures were not diagnosed (symmetric admission); narrowing is least invasive"
         return NO_CHANGE, "no qualified failure carries a diagnosis"
     if app >= proc:
         return NARROWING, f"{app} applicability vs {proc} procedure verdicts"

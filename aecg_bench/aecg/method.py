@@ -43,7 +43,6 @@ from aecg_bench.aecg.admission import (
 )
 from aecg_bench.aecg.explain import explain
 from aecg_bench.aecg.exposure import downstream_reach
-from aecg_bench.aecg.intervention import UNATTRIBUTED
 from aecg_bench.aecg.objects import BadCase, Judgement, Memory, Skill, to_dict
 from aecg_bench.aecg.params import AECGParams
 from aecg_bench.aecg.predicate import decision_text
@@ -140,7 +139,7 @@ class AECGMemory(MemoryMethod):
         drafts = consolidation.draft(self)
         candidates = self._candidates(used)
         judgements: list[Judgement] = []
-        if not episode.outcome.success and candidates and self.p.admission.mode == "asymmetric":
+        if not episode.outcome.success and candidates:
             judgements = self._judge(episode, candidates)
         # 2) commit
         self._record_use(episode, used)
@@ -238,20 +237,26 @@ class AECGMemory(MemoryMethod):
                 fixture = traces.fixture_for(episode, first_node[oid], self.p.recall.context_chars)
                 obj.success_fixtures = [*obj.success_fixtures, fixture][-self.p.intervention.fixture_history :]
         touched = [oid for oid in credit if oid in self.store.memories]
+        supported = set(credit)  # one task is one unit of support for any memory (issue 15, fix 4)
         for level, nodes in traces.nodes_by_level(episode.trajectory).items():
-            touched.append(self._remember(episode, level, nodes, conf, credited=set(credit)))
-        return touched
+            touched.append(self._remember(episode, level, nodes, conf, supported))
+        return list(dict.fromkeys(touched))
 
     def _remember(
-        self, episode: Episode, level: Level, nodes: list[DecisionNode], conf: float, credited: set[str]
+        self, episode: Episode, level: Level, nodes: list[DecisionNode], conf: float, supported: set[str]
     ) -> str:
-        """A success at one level: support a near-duplicate memory of the scope, or store a new one."""
+        """A success at one level: support a near-duplicate memory of the scope, or store a new one.
+
+        `supported` holds the memories this task already credited, created or supported (at any
+        level); they are not supported again, so one task never counts twice toward a promotion.
+        """
         text = traces.memory_text(episode, level, nodes)
         vec = self.index.embed(text)
         hit = self.index.memories(level).ranked(vec, self.p.formation.dedupe_similarity, 1)
         if hit:
             mem = self.store.memories[hit[0][0]]
-            if mem.id not in credited:  # one task supports a memory once
+            if mem.id not in supported:
+                supported.add(mem.id)
                 before = {"pos": mem.pos, "neg": mem.neg, "support": mem.support}
                 mem.pos += conf
                 mem.support += 1
@@ -275,6 +280,7 @@ class AECGMemory(MemoryMethod):
             pos=conf,
         )
         self.store.memories[mid] = mem
+        supported.add(mid)
         self.index.add_memory(mem, vec)
         self.audit.record("memory_created", memory=mid, level=level, task=episode.task.id, pos=conf, text=text)
         return mid
@@ -293,15 +299,15 @@ class AECGMemory(MemoryMethod):
         c = self.store.counters
         if not used:
             bc.status, bc.reason = "no_candidates", "nothing from memory was recalled"
-        elif self.p.admission.mode == "symmetric":
-            bc.status, bc.blamed, bc.failure_mode = "symmetric", [u.object_id for u in used], UNATTRIBUTED
-            bc.reason = "symmetric admission: every recalled object"
         else:
             att: Attribution = decide(
                 judgements, {x.id: x.scope for x in candidates}, self.p.admission.min_mean_confidence
             )
             bc.mean_confidence, bc.failure_mode, bc.reason = att.mean_confidence, att.failure_mode, att.reason
-            if att.admitted is not None:
+            if self.p.admission.mode == "symmetric":  # the one change: no agreement gate, every recalled object
+                bc.status, bc.blamed = "symmetric", [u.object_id for u in used]
+                bc.reason = f"symmetric admission: every recalled object (judges: {att.reason})"
+            elif att.admitted is not None:
                 bc.status, bc.blamed = "admitted", [att.admitted]
         event = {
             "badcase": bc.id,
@@ -315,14 +321,21 @@ class AECGMemory(MemoryMethod):
             self.audit.record("unresolved_failure", status=bc.status, recalled=list(bc.fixtures), **event)
             return []
         c.admitted_failures += 1
+        # the success rule's weights with confidence 1: an object's share of one task's evidence
+        share = family_credit({u.object_id: self.store.family_of(u.object_id) for u in used}, 1.0)
         for oid in bc.blamed:
             obj = self.store.get(oid)
             assert obj is not None
             tag = {"skill": obj.id, "lineage": obj.lineage} if isinstance(obj, Skill) else {"memory": obj.id}
             self.audit.record(
-                "admit_failure", mode=self.p.admission.mode, failure_mode=bc.failure_mode, weight=1.0, **tag, **event
+                "admit_failure",
+                mode=self.p.admission.mode,
+                failure_mode=bc.failure_mode,
+                weight=share[oid],
+                **tag,
+                **event,
             )
-            self._evidence(obj, False, 1.0, badcase=bc.id)
+            self._evidence(obj, False, share[oid], badcase=bc.id)
             if isinstance(obj, Skill):
                 obj.badcases = [*obj.badcases, bc.id][-self.p.intervention.fixture_history :]
         return [oid for oid in bc.blamed if oid in self.store.memories]

@@ -13,7 +13,9 @@ answers computed from the prompt's INPUT object:
   (default 0.9); `options.judge_abstain` makes both abstain;
 - context narrowing: excludes a word that occurs in every bad case's
   context and in no supported success (task type words first), or abstains;
-- procedural repair: appends one general verification step and rule;
+- procedural repair: rebuilds the procedure from the behaviours of the supported
+  success fixtures (the evidence of what worked; the parent's steps when there
+  are none) and appends one general verification step and rule;
 - replay: the parent fails and the candidate passes failure fixtures; both
   pass success fixtures.
 """
@@ -88,10 +90,11 @@ def _narrowing(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
 
 def _repair(payload: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     skill = payload["skill"]
+    worked = list(dict.fromkeys(f["behaviour"] for f in payload["supported_successes"] if f["behaviour"]))
     return {
         "abstain": False,
         "reason": "the procedure ended the task without checking the goal",
-        "procedure": [*skill["procedure"], "check that the goal is reached before the final action"],
+        "procedure": [*(worked or skill["procedure"]), "check that the goal is reached before the final action"],
         "avoidance": [*skill["avoidance"], "do not finish before the goal state is observed"],
     }
 
@@ -117,6 +120,36 @@ def memory_answer(request: Request, spec: ModelSpec) -> str | None:
     if kind is None:
         return None
     return json.dumps(_ANSWERS[kind](prompts.payload_of(request.messages), spec))
+
+
+_SKILL_LINE = re.compile(r"^- \[skill\] .*$", re.M)
+_PROCEDURE = re.compile(r"Procedure: (.*?)(?= Avoid: |$)")
+_TYPE = re.compile(r"tasks of type (\w+)")
+_OPPOSITE = {"move left": "move right", "move right": "move left"}
+
+
+def skill_follower(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    """Mechanism tests' scripted agent: the toy oracle, except that it trusts a recalled skill's
+    procedure over its own sense of direction. A skill applies when the type it names (the
+    abstraction writes "tasks of type right") is the direction still to walk; an applicable skill
+    that names a move and not the oracle's move makes the agent take the skill's move. So a skill
+    with a corrupted procedure makes it fail, and a repaired one stops doing so. Memory prompts get
+    the `aecg_oracle` answers."""
+    answer = memory_answer(request, spec)
+    if answer is not None:
+        return answer
+    action = _resolve_policy("toy_oracle")(request, spec)
+    if not isinstance(action, str) or action not in _OPPOSITE:
+        return action
+    direction = action.split()[-1]  # the oracle moves toward the target: the walk's type
+    for line in _SKILL_LINE.findall(str(request.messages[0].get("content", ""))):
+        kind, procedure = _TYPE.search(line), _PROCEDURE.search(line)
+        if kind is None or procedure is None or not kind[1].startswith(direction):
+            continue
+        steps = {step.strip().lower() for step in re.split(r"\d+\)", procedure[1]) if step.strip()}
+        if action not in steps and _OPPOSITE[action] in steps:
+            return _OPPOSITE[action]
+    return action
 
 
 def mock_policy(request: Request, spec: ModelSpec) -> str | ProviderResult:

@@ -157,7 +157,14 @@ def content_from(d: dict[str, Any]) -> SkillContent:
 
 
 def belief_from(d: dict[str, Any]) -> Belief:
-    return Belief(slow=Beta(**d["slow"]), fast=Beta(**d["fast"]), events=d["events"])
+    origin, peak = d.get("origin"), d.get("peak")
+    return Belief(
+        slow=Beta(**d["slow"]),
+        fast=Beta(**d["fast"]),
+        events=d["events"],
+        origin=Beta(**origin) if origin else None,
+        peak=Beta(**peak) if peak else None,
+    )
 
 
 def memory_from(d: dict[str, Any]) -> Memory:

@@ -61,7 +61,10 @@ class BeliefParams(Params):
 class DriftParams(Params):
     samples: int = Field(512, ge=16, description="paired belief samples per drift score (ours)")
     reliability_floor: float = Field(
-        0.6, ge=0.0, le=1.0, description="lower bound of the reference reliability; 0 = pure slow-vs-fast (ours)"
+        0.0, ge=0.0, le=1.0, description="lower bound of the reference reliability; 0 = off, the paper's rule (ours)"
+    )
+    cumulative_reference: Literal["peak", "origin"] = Field(
+        "peak", description="cumulative-only ablation: the slow belief's best state, or its initial one (ours)"
     )
     gate_confidence: float = Field(0.9, ge=0.5, le=1.0, description="share of samples showing degradation (ours)")
     min_drift: float = Field(0.05, ge=0.0, le=1.0, description="drift score needed to qualify (ours)")

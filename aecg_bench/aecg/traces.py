@@ -4,10 +4,11 @@ Everything AECG learns is derived from the `Episode` alone (never from what
 `recall` saw at run time), so replaying stored episodes after a resume
 rebuilds exactly the same memory.
 
-The decision context of a node is the observation the deciding agent saw:
-the observation of the step just before the node's step (or the initial
-observation); frameworks that do not number steps fall back to the initial
-observation.
+The decision context of a node is what recall matched for it (the node's
+`recall_context`: e.g. the task text for AgentNet's routers, the current
+observation for executors), so a fixture stores the context its skill was
+recalled against. Older trajectories without it fall back to the observation
+of the step just before the node's step (or the initial observation).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def tail(text: str, n: int) -> str:
 
 
 def decision_context(traj: Trajectory, node: DecisionNode) -> str:
+    if node.recall_context:  # what recall matched: a fixture must replay against the same text
+        return node.recall_context
     if node.step is not None and 0 < node.step <= len(traj.steps):
         return traj.steps[node.step - 1].observation.text
     return traj.initial_observation

@@ -1,55 +1,93 @@
 """Results tree -> one pandas row per sample (latest attempt of every stream position).
 
-Analysis reads only the files runs wrote (run.json + samples.jsonl), so a
-table can be re-rendered at any time without a model call. Runs that are
-still running or incomplete are loaded too; their status travels with every
-row so tables can mark the cells they feed.
+Analysis reads only the files runs wrote (run.json + samples.jsonl, format in
+`aecg_bench.results_format`), so a table can be re-rendered at any time without a model
+call. Runs that are still running or incomplete are loaded too; their status travels with
+every row so tables can mark the cells they feed.
+
+Every row carries what makes its result different from another's: the labels, and three
+columns derived from the header rather than from a label a user typed:
+`assignment` (which model serves which role), `protocol` and `preset` (sample limit, step cap).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from aecg_bench.runner.records import RUN_JSON, SAMPLES, RunDir, latest_by_position
+from aecg_bench.results_format import read_runs
 
 ID_COLUMNS = ["experiment", "benchmark", "framework", "memory", "model", "seed"]
-
-
-def find_runs(root: Path) -> list[Path]:
-    """Every run directory under `root` (a directory holding run.json), hidden folders skipped."""
-    root = Path(root)
-    return sorted(
-        p.parent for p in root.rglob(RUN_JSON) if not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+# What besides framework x benchmark x memory makes two results different.
+CONFIG_COLUMNS = ["experiment", "assignment", "protocol", "preset"]
+SIZE_KEYS = ("limit", "max_steps")
 
 
 def load(root: str | Path, *, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Tidy DataFrame of every sample under `root`; empty (with the id columns) if there is none."""
     rows: list[dict[str, Any]] = []
-    for run_dir in find_runs(Path(root)):
-        header = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
-        if not (run_dir / SAMPLES).exists():
-            continue
-        for rec in latest_by_position(RunDir(run_dir).records()).values():
+    for run in read_runs(Path(root)):
+        config = run_config(run.header)
+        for rec in run.records:
             if phases is None or rec["phase"] in phases:
-                rows.append(_row(header, rec, run_dir))
+                rows.append(_row(run.header, config, rec, run.path))
     if not rows:
-        return pd.DataFrame(columns=[*ID_COLUMNS, "sample_id", "status", "success", "value"])
+        return pd.DataFrame(columns=[*ID_COLUMNS, *CONFIG_COLUMNS, "sample_id", "status", "success", "value"])
     df = pd.DataFrame(rows)
     return df.sort_values([*ID_COLUMNS, "position"], kind="stable").reset_index(drop=True)
 
 
-def _row(header: dict[str, Any], rec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def short_model_id(model: str) -> str:
+    """'openai/gpt-4.1-mini' -> 'gpt-4.1-mini': the provider prefix says how a model is reached, not which."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+def assignment_label(models: dict[str, dict[str, Any]], roles: dict[str, str]) -> str:
+    """One label per model assignment however it was configured: role -> model id (provider
+    prefix dropped, a non-zero temperature kept); roles on the default model are folded into it,
+    and pool members no role names are listed after (EDV's heterogeneous pool)."""
+
+    def describe(label: str) -> str:
+        spec = models.get(label, {})
+        text = short_model_id(str(spec.get("model", label)))
+        temp = spec.get("temperature")
+        return f"{text}@T{temp:g}" if isinstance(temp, int | float) and temp else text
+
+    by_role = {role: describe(label) for role, label in roles.items() if label in models or role == "default"}
+    default = by_role.pop("default", None)
+    parts = [f"{role}={m}" for role, m in sorted(by_role.items()) if m != default]
+    text = default if not parts else "; ".join([*parts, f"default={default}"])
+    used = set(roles.values())
+    pool = sorted({describe(lbl) for lbl in models if lbl not in used})
+    return f"{text}; pool={','.join(pool)}" if pool else str(text)
+
+
+def run_config(header: dict[str, Any]) -> dict[str, str]:
+    """The configuration columns of one run, from its header."""
+    protocol = dict(header.get("protocol") or {})
+    sizes = {k: protocol.pop(k, None) for k in SIZE_KEYS}
+    preset = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None) or "full"
+    models = header.get("models") or {}
+    roles = header.get("roles") or {}
+    assignment = assignment_label(models, roles) if models else str(header["labels"]["model"])
+    return {
+        "assignment": assignment,
+        "protocol": ", ".join(f"{k}={protocol[k]}" for k in sorted(protocol)),
+        "preset": preset,
+    }
+
+
+def _row(header: dict[str, Any], config: dict[str, str], rec: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     labels = header["labels"]
     usage = rec["usage"]
     row: dict[str, Any] = {
         **{k: labels[k] for k in ID_COLUMNS},
+        **config,
         "run_dir": str(run_dir),
         "run_status": header.get("status"),
+        "git_commit": (header.get("environment") or {}).get("git_commit"),
         "n_eval_expected": header.get("n_eval"),
         "position": rec["position"],
         "sample_id": str(rec["sample_id"]),

@@ -1,12 +1,131 @@
-"""Figures from aggregated results (matplotlib/seaborn, headless)."""
+"""Figures from aggregated results (matplotlib, headless, one style, PNG + PDF).
+
+Plain matplotlib with its built-in seaborn-like style: importing seaborn costs seconds and the
+report should render fast."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from aecg_bench.analysis.paper import BENCHMARKS, FRAMEWORKS, MEMORIES, _ordered
+from aecg_bench.analysis.paper import AGENT_ROLES, BENCHMARKS, FRAMEWORKS, MEMORIES, _ordered
+
+STYLE = ["seaborn-v0_8-whitegrid", "tableau-colorblind10"]
+
+
+def _pyplot() -> Any:
+    """matplotlib on the Agg backend with the house style (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.style.use(STYLE)
+    return plt
+
+
+def _wrap(title: str, width: int) -> str:
+    """Long captions (a smoke run's warning) wrap instead of running off the figure."""
+    return "\n".join(textwrap.wrap(title, width))
+
+
+def _save(fig: Any, out_stem: Path, *, rect: tuple[float, float, float, float] | None = None) -> list[Path]:
+    out_stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
+    fig.tight_layout(rect=rect)
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths
+
+
+STREAM_KEYS = ["framework", "benchmark", "memory", "seed"]
+
+
+def running_success(df: pd.DataFrame, window: int = 10) -> pd.DataFrame:
+    """Per stream (framework, benchmark, memory, seed): the eval tasks in stream order (`_i`, from 1)
+    and the mean success in percent over the last `window` of them up to each (`_cum`)."""
+    data = df[df["phase"] == "eval"].sort_values([*STREAM_KEYS, "position"]).copy()
+    data["_y"] = data["success"].fillna(False).astype(float) * 100
+    by = [data[k] for k in STREAM_KEYS]
+    data["_i"] = data.groupby(by, sort=False).cumcount() + 1
+    total = data.groupby(by, sort=False)["_y"].cumsum()
+    before = total.groupby(by, sort=False).shift(window, fill_value=0.0)
+    data["_cum"] = (total - before) / data["_i"].clip(upper=window)
+    return data
+
+
+def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title: str = "") -> list[Path]:
+    """Success over the task stream per method: the running mean of success over the last `window`
+    eval tasks (mean over seeds, band = min..max over seeds), one panel per framework x benchmark."""
+    from matplotlib.ticker import MaxNLocator
+
+    plt = _pyplot()
+    data = running_success(df, window)
+    curves = data.groupby(["framework", "benchmark", "memory", "_i"])["_cum"].agg(["mean", "min", "max"])
+    present = set(zip(data["framework"], data["benchmark"], strict=True))
+    panels = [
+        (f, b)
+        for f in _ordered(data["framework"], FRAMEWORKS)
+        for b in _ordered(data["benchmark"], BENCHMARKS)
+        if (f, b) in present
+    ]
+    ncol = min(4, max(1, len(panels)))
+    nrow = int(np.ceil(len(panels) / ncol)) or 1
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow + 0.6), squeeze=False, sharey=True)
+    for ax, (fw, bench) in zip(axes.flat, panels, strict=False):
+        part = data[(data["framework"] == fw) & (data["benchmark"] == bench)]
+        for mem in _ordered(part["memory"], MEMORIES):
+            g = curves.loc[(fw, bench, mem)]
+            (line,) = ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker="." if len(g) < 20 else None)
+            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=line.get_color())
+        ax.set_title(f"{FRAMEWORKS.get(fw, fw)} / {BENCHMARKS.get(bench, bench)}")
+        ax.set_xlabel("task in stream")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-2, 102)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(f"success, running mean of {window} (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), frameon=False)
+    fig.suptitle(_wrap(title or "Learning curve: success over the task stream", 110))
+    return _save(fig, out_stem, rect=(0, 0.12, 1, 1))
+
+
+def role_cost_bars(df: pd.DataFrame, out_stem: Path, *, title: str = "") -> list[Path]:
+    """Tokens per evaluated sample by role (agent-side roles vs memory-side roles), per method,
+    stacked; one bar per memory method, averaged over every cell it ran."""
+    plt = _pyplot()
+    data = df[df["phase"] == "eval"]
+    roles = sorted(c[len("tokens_") :] for c in data.columns if c.startswith("tokens_"))
+    memories = _ordered(data["memory"], MEMORIES)
+    per = data.groupby("memory")[[f"tokens_{r}" for r in roles]].apply(lambda g: g.fillna(0).mean())
+    per = per.reindex(memories)
+    order = [r for r in roles if r in AGENT_ROLES] + [r for r in roles if r not in AGENT_ROLES]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(memories) + 2.5), 3.6))
+    bottom = np.zeros(len(memories))
+    for role in order:
+        vals = per[f"tokens_{role}"].to_numpy(dtype=float)
+        side = "agent" if role in AGENT_ROLES else "memory-side"
+        ax.bar(
+            [MEMORIES.get(m, m) for m in memories],
+            vals,
+            bottom=bottom,
+            label=f"{role} ({side})",
+            hatch="" if role in AGENT_ROLES else "//",
+        )
+        bottom += vals
+    ax.set_ylabel("tokens per evaluated sample")
+    ax.set_xticks(range(len(memories)), [MEMORIES.get(m, m) for m in memories], rotation=30, ha="right")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(_wrap(title or "Cost by role (tokens per sample)", 60))
+    return _save(fig, out_stem)
 
 
 def score_heatmap(
@@ -18,12 +137,9 @@ def score_heatmap(
 ) -> list[Path]:
     """AECG Figure 5: a heatmap of mean score, rows = methods, columns = framework x benchmark,
     the highlighted method's row outlined. Writes PNG and PDF; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
     from matplotlib.patches import Rectangle
+
+    plt = _pyplot()
 
     frameworks = _ordered(summary["framework"], FRAMEWORKS)
     benchmarks = _ordered(summary["benchmark"], BENCHMARKS)
@@ -36,28 +152,18 @@ def score_heatmap(
         columns=[f"{FRAMEWORKS.get(f, f)}\n{BENCHMARKS.get(b, b)}" for f, b in cols],
     )
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cols) + 2), 0.55 * len(memories) + 1.8))
-    sns.heatmap(
-        data,
-        annot=True,
-        fmt=".1f",
-        cmap="viridis",
-        vmin=0,
-        vmax=100,
-        cbar_kws={"label": "score"},
-        ax=ax,
-        linewidths=0.5,
-        linecolor="white",
-    )
-    ax.tick_params(axis="y", rotation=0)
+    values = data.to_numpy(dtype=float)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=0, vmax=100, aspect="auto")
+    fig.colorbar(image, ax=ax, label="score")
+    for (i, j), v in np.ndenumerate(values):
+        if v == v:
+            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 60 else "black", fontsize=8)
+    ax.set_xticks(range(len(cols)), data.columns, fontsize=8)
+    ax.set_yticks(range(len(memories)), data.index)
+    ax.grid(False)
     if highlight in memories:
         row = memories.index(highlight)
-        ax.add_patch(Rectangle((0, row), len(cols), 1, fill=False, edgecolor="red", linewidth=2.5))
-    ax.set_title(title)
+        ax.add_patch(Rectangle((-0.5, row - 0.5), len(cols), 1, fill=False, edgecolor="red", linewidth=2.5))
+    ax.set_title(_wrap(title, 60))
     ax.set_ylabel("")
-    fig.tight_layout()
-    out_stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    return _save(fig, out_stem)

@@ -1,4 +1,9 @@
-"""Render a paper table from a results folder: print it, write it, compare it with the paper."""
+"""Render a paper table from a results folder: print it, write it, compare it with the paper.
+
+One set of files per configuration (experiment, model assignment, protocol, preset): results of
+different configurations are never pooled. With one configuration the files are <stem>.*; with
+several, <stem>-<n>.* and the printout names each configuration.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +12,68 @@ from pathlib import Path
 import pandas as pd
 
 from aecg_bench.analysis.load import load
-from aecg_bench.analysis.paper import build_table, cost_table, load_reference
+from aecg_bench.analysis.paper import (
+    STRONGEST_BASELINE,
+    PaperTable,
+    aecg_claims,
+    build_tables,
+    cost_table,
+    load_reference,
+    readable_cells,
+    readable_claims,
+)
 from aecg_bench.analysis.plots import score_heatmap
 from aecg_bench.analysis.tables import flat_columns, write_table
 
 
 def render_paper_table(
-    results_dir: Path, *, reference: str, stem: str, caption: str, out_dir: Path | None = None, figure: bool = False
+    results_dir: Path,
+    *,
+    reference: str,
+    stem: str,
+    caption: str,
+    out_dir: Path | None = None,
+    figure: bool = False,
+    compare_to: str = STRONGEST_BASELINE,
 ) -> dict[str, Path]:
     """Read `results_dir`, write <stem>.{csv,md,tex}, <stem>_vs_paper.*, <stem>_cost.* (and the
-    heatmap when asked) into `out_dir` (default: results_dir/tables); print what a reader needs."""
+    claims beside the paper's when a <reference>_margins.csv exists, and the heatmap when asked)
+    into `out_dir` (default: results_dir/tables); print what a reader needs."""
     out_dir = out_dir or results_dir / "tables"
     df = load(results_dir)
     if df.empty:
         raise SystemExit(f"no results under {results_dir}: run the sweep first")
-    table = build_table(df, load_reference(reference))
+    tables = build_tables(df, load_reference(reference), compare_to=compare_to)
+    margins = load_reference(f"{reference}_margins")
+    paths: dict[str, Path] = {}
+    for i, table in enumerate(tables):
+        name = stem if len(tables) == 1 else f"{stem}-{i + 1}"
+        cap = f"{table.caption_prefix}{caption} [{table.config['experiment']}; {table.config['assignment']}]"
+        paths.update(_write(df, table, out_dir, name, cap, margins if "framework" in margins else None, figure))
+    return paths
+
+
+def _write(
+    df: pd.DataFrame,
+    table: PaperTable,
+    out_dir: Path,
+    stem: str,
+    caption: str,
+    margins: pd.DataFrame | None,
+    figure: bool,
+) -> dict[str, Path]:
     paths = write_table(table.display, out_dir, stem, caption=caption)
-    vs = table.comparison.copy()
-    for col in ("mean", "std", "paper", "diff"):
-        vs[col] = vs[col].round(2)
+    cells = readable_cells(table)
     paths.update(
         {
             f"vs_{k}": v
             for k, v in write_table(
-                vs, out_dir, f"{stem}_vs_paper", caption=f"{caption}: ours vs paper", index=False
+                cells, out_dir, f"{stem}_vs_paper", caption=f"{caption}: every cell", index=False
             ).items()
         }
     )
-    cost = cost_table(df)
+    sub = df.merge(pd.DataFrame([table.config]), on=list(table.config))
+    cost = cost_table(sub)
     paths.update(
         {
             f"cost_{k}": v
@@ -43,30 +82,51 @@ def render_paper_table(
             ).items()
         }
     )
+    claims = None
+    if margins is not None and "aecg" in set(table.summary["memory"]):
+        claims = readable_claims(aecg_claims(table.summary, margins), smoke=table.smoke)
+        paths.update(
+            {
+                f"claims_{k}": v
+                for k, v in write_table(
+                    claims, out_dir, f"{stem}_claims", caption=f"{caption}: claims", index=False
+                ).items()
+            }
+        )
     if figure:
-        for p in score_heatmap(table.summary, out_dir / f"{stem}_heatmap"):
+        for p in score_heatmap(
+            table.summary, out_dir / f"{stem}_heatmap", title=f"{table.caption_prefix}Score heatmap"
+        ):
             paths[p.suffix.lstrip(".")] = p
-    _print(table.display, vs, cost, caption)
+    _print(table, cells, claims, cost, caption)
     return paths
 
 
-def _print(display: pd.DataFrame, vs: pd.DataFrame, cost: pd.DataFrame, caption: str) -> None:
-    print(f"\n{caption} (ours; mean ± std over seeds; † = incomplete cell)\n")
-    print(flat_columns(display).to_markdown(disable_numparse=True))
-    with_paper = vs.dropna(subset=["paper"])
-    print("\nOurs vs the paper (cells the paper text reports):\n")
-    print(with_paper.to_markdown(index=False) if not with_paper.empty else "(no overlapping cells)")
-    missing = int(vs["paper"].isna().sum())
+def _print(
+    table: PaperTable, cells: pd.DataFrame, claims: pd.DataFrame | None, cost: pd.DataFrame, caption: str
+) -> None:
+    print(f"\n{caption}\n(ours; mean ± std over seeds [bootstrap 95% CI]; † = incomplete cell)\n")
+    for k, v in table.config.items():
+        print(f"  {k}: {v}")
+    print()
+    print(flat_columns(table.display).to_markdown(disable_numparse=True))
+    print(
+        "\nEvery cell: paired test against its reference method"
+        + ("" if table.smoke else ", and ours vs the paper")
+        + ":\n"
+    )
+    print(cells.to_markdown(index=False, disable_numparse=True))
+    missing = int(table.comparison["paper"].isna().sum())
     if missing:
         print(f"\n{missing} of our cells have no paper value (see results/reference/README.md).")
-    incomplete = vs[~vs["complete"].astype(bool)]
+    if claims is not None:
+        print("\nThe paper's claims recomputed from our cells:\n")
+        print(claims.to_markdown(index=False, disable_numparse=True))
+    incomplete = table.summary[~table.summary["complete"].astype(bool)]
     if not incomplete.empty:
-        print(f"\n{len(incomplete)} incomplete cells (missing samples or infra errors):")
-        print(
-            incomplete[["framework", "benchmark", "memory", "n_samples", "n_expected", "n_infra_error"]].to_markdown(
-                index=False
-            )
-        )
+        print(f"\n{len(incomplete)} flagged cells (missing or extra samples, infra errors):")
+        cols = ["framework", "benchmark", "memory", "n_samples", "n_expected", "n_infra_error", "flag"]
+        print(incomplete[cols].to_markdown(index=False))
     print(
         f"\nTotal cost ${cost['cost'].sum():.4f}; agent tokens {int(cost['agent_tokens'].sum()):,}; "
         f"memory-side tokens {int(cost['memory_side_tokens'].sum()):,}"

@@ -11,6 +11,7 @@ samples both ran (same ids and seeds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -20,9 +21,14 @@ import pandas as pd
 from aecg_bench.types import Status
 
 InfraPolicy = Literal["failure", "exclude"]
+NAN = float("nan")
+# Columns that must agree for two samples to be a pair (besides seed and sample id).
+PAIR_KEYS = ("experiment", "benchmark", "framework", "memory", "model", "assignment", "protocol", "preset")
 
 
-def _prepare(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | None) -> pd.DataFrame:
+def prepare_outcomes(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | None) -> pd.DataFrame:
+    """The rows of `phase` with their outcome in column `_y` (success as 0/1, or `metric`), infra
+    errors as failures or dropped."""
     data = df if phase is None else df[df["phase"] == phase]
     data = data.copy()
     if metric == "success":
@@ -41,22 +47,52 @@ def _prepare(df: pd.DataFrame, metric: str, infra: InfraPolicy, phase: str | Non
 def bootstrap_ci(
     groups: list[np.ndarray], *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
-    """CI of the mean over groups (seeds) of within-group means, resampling groups then items."""
-    groups = [g for g in groups if len(g)]
+    """CI of the mean over groups (seeds) of within-group means, resampling groups then items.
+
+    Vectorised: for every replicate and every slot a group is drawn, then that group's items are
+    resampled independently (a group drawn twice gets two resamples)."""
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not groups:
         return (float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
-    stats = np.empty(n_boot)
-    for b in range(n_boot):
-        picked = rng.integers(0, len(groups), len(groups))
-        stats[b] = np.mean([rng.choice(groups[i], len(groups[i])).mean() for i in picked])
+    k = len(groups)
+    # resampled[g, b, j]: mean of a fresh resample of group g for replicate b, slot j
+    resampled = np.stack([g[rng.integers(0, len(g), (n_boot, k, len(g)))].mean(axis=-1) for g in groups])
+    picked = rng.integers(0, k, (n_boot, k))
+    stats = resampled[picked, np.arange(n_boot)[:, None], np.arange(k)[None, :]].mean(axis=1)
     alpha = (1 - level) / 2
     return float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha))
 
 
+def paired_stats(diffs: np.ndarray, *, n_boot: int = 5000, seed: int = 0, level: float = 0.95) -> dict[str, float]:
+    """Mean of paired differences, its bootstrap CI, and a two-sided sign-flip permutation p-value
+    (exact enumeration up to 12 pairs, Monte Carlo with the +1 correction beyond)."""
+    diffs = np.asarray(diffs, dtype=float)
+    n = int(diffs.size)
+    if n == 0:
+        return {"n": 0, "mean_diff": NAN, "ci_low": NAN, "ci_high": NAN, "p_value": NAN}
+    rng = np.random.default_rng(seed)
+    boots = diffs[rng.integers(0, n, (n_boot, n))].mean(axis=1)
+    observed = abs(diffs.mean()) - 1e-12
+    if n <= 12:
+        signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1)
+        p = float(np.mean(np.abs((signs * diffs).mean(axis=1)) >= observed))
+    else:
+        flips = rng.choice([-1.0, 1.0], (n_boot, n))
+        p = float((np.sum(np.abs((flips * diffs).mean(axis=1)) >= observed) + 1) / (n_boot + 1))
+    alpha = (1 - level) / 2
+    return {
+        "n": n,
+        "mean_diff": float(diffs.mean()),
+        "ci_low": float(np.quantile(boots, alpha)),
+        "ci_high": float(np.quantile(boots, 1 - alpha)),
+        "p_value": min(1.0, p),
+    }
+
+
 def summarize(
     df: pd.DataFrame,
-    by: Sequence[str] = ("benchmark", "framework", "memory", "model"),
+    by: Sequence[str] | None = None,
     *,
     metric: str = "value",
     phase: str | None = "eval",
@@ -64,17 +100,21 @@ def summarize(
     scale: float = 100.0,
     n_boot: int = 2000,
 ) -> pd.DataFrame:
-    """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`)."""
-    data = _prepare(df, metric, infra, phase)
+    """One row per cell: mean, std over seeds, 95% CI, counts and completeness (x `scale`).
+    By default a cell is every id that makes a result different (PAIR_KEYS present in `df`)."""
+    by = list(by) if by is not None else [c for c in PAIR_KEYS if c in df.columns]
+    data = prepare_outcomes(df, metric, infra, phase)
     full = df if phase is None else df[df["phase"] == phase]
     rows = []
-    for key, cell in data.groupby(list(by), sort=True, dropna=False):
+    for key, raw in full.groupby(list(by), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
+        cell = data.loc[data.index.intersection(raw.index)]  # same rows, outcomes prepared
+        if cell.empty:
+            continue
         per_seed = cell.groupby("seed")["_y"]
         seed_means = per_seed.mean()
         groups = [g.to_numpy(dtype=float) for _, g in per_seed]
         lo, hi = bootstrap_ci(groups, n_boot=n_boot)
-        raw = full.merge(pd.DataFrame([dict(zip(by, key, strict=True))]), on=list(by))
         expected = raw.groupby("seed")["n_eval_expected"].first().sum() if "n_eval_expected" in raw else len(raw)
         statuses = raw["status"].value_counts()
         rows.append(
@@ -96,7 +136,11 @@ def summarize(
         )
     out = pd.DataFrame(rows)
     if not out.empty:
-        out["complete"] = (out["n_infra_error"] == 0) & (out["n_samples"] >= out["n_expected"])
+        out["complete"] = (out["n_infra_error"] == 0) & (out["n_samples"] == out["n_expected"])
+        out["flag"] = [
+            "extra samples" if n > e else ("incomplete" if not c else "")
+            for n, e, c in zip(out["n_samples"], out["n_expected"], out["complete"], strict=True)
+        ]
     return out
 
 
@@ -112,32 +156,31 @@ def paired_difference(
     n_boot: int = 5000,
     seed: int = 0,
 ) -> dict[str, float]:
-    """Mean of (a - b) over samples both ran (matched on the other ids, seed and sample),
+    """Mean of (a - b) over samples both ran (matched on every other id, seed and sample),
     a bootstrap 95% CI, and a two-sided sign-flip permutation p-value."""
-    data = _prepare(df, metric, infra, phase)
-    keys = [c for c in ("experiment", "benchmark", "framework", "memory", "model") if c != column]
-    keys += ["seed", "sample_id"]
+    data = prepare_outcomes(df, metric, infra, phase)
+    keys = [c for c in PAIR_KEYS if c != column and c in data.columns] + ["seed", "sample_id"]
     left = data[data[column] == a].set_index(keys)["_y"]
     right = data[data[column] == b].set_index(keys)["_y"]
     both = left.to_frame("a").join(right.to_frame("b"), how="inner")
-    diffs = (both["a"] - both["b"]).to_numpy(dtype=float)
-    if diffs.size == 0:
-        return {
-            "n": 0,
-            "mean_diff": float("nan"),
-            "ci_low": float("nan"),
-            "ci_high": float("nan"),
-            "p_value": float("nan"),
-        }
-    rng = np.random.default_rng(seed)
-    boots = rng.choice(diffs, (n_boot, diffs.size)).mean(axis=1)
-    observed = abs(diffs.mean())
-    flips = rng.choice([-1.0, 1.0], (n_boot, diffs.size))
-    p = (np.sum(np.abs((flips * diffs).mean(axis=1)) >= observed - 1e-12) + 1) / (n_boot + 1)
-    return {
-        "n": int(diffs.size),
-        "mean_diff": float(diffs.mean()),
-        "ci_low": float(np.quantile(boots, 0.025)),
-        "ci_high": float(np.quantile(boots, 0.975)),
-        "p_value": float(p),
-    }
+    return paired_stats((both["a"] - both["b"]).to_numpy(dtype=float), n_boot=n_boot, seed=seed)
+
+
+def pass_hat_k(num_trials: int, successes: int, k: int) -> float:
+    """pass^k of one task: the chance that k trials drawn without replacement from its
+    `num_trials` all succeed, C(successes, k) / C(num_trials, k) (tau2-bench
+    metrics/agent_metrics.py, after Yao et al. 2024, arXiv 2406.12045)."""
+    if not 1 <= k <= num_trials:
+        raise ValueError(f"pass^k needs 1 <= k <= trials; got k={k} with {num_trials} trials")
+    if not 0 <= successes <= num_trials:
+        raise ValueError(f"successes {successes} outside 0..{num_trials}")
+    return math.comb(successes, k) / math.comb(num_trials, k)
+
+
+def mean_pass_hat_k(df: pd.DataFrame, k: int, *, task_col: str = "sample_id", success_col: str = "success") -> float:
+    """Mean pass^k over tasks, each task's trials being its rows (one per seed, the trial index).
+
+    Every task needs at least k trials; a missing success (infra error) counts as a failure.
+    """
+    by_task = df.groupby(task_col)[success_col].agg(lambda s: (len(s), int(s.fillna(False).astype(bool).sum())))
+    return float(np.mean([pass_hat_k(n, c, k) for n, c in by_task]))

@@ -8,11 +8,21 @@ from typing import Any
 import pandas as pd
 
 
-def cell_text(mean: float, std: float | None = None, *, complete: bool = True, digits: int = 2) -> str:
-    """'71.59 ± 1.20', with a dagger on cells that miss samples or had infra errors."""
+def cell_text(
+    mean: float,
+    std: float | None = None,
+    *,
+    complete: bool = True,
+    digits: int = 2,
+    ci: tuple[float, float] | None = None,
+) -> str:
+    """'71.59 ± 1.20 [68.9, 74.1]' (mean ± std over seeds [bootstrap 95% CI]), with a dagger on
+    cells that miss samples, hold extra ones or had infra errors."""
     if mean != mean:  # NaN
         return "–"
     text = f"{mean:.{digits}f}" if std is None or std != std else f"{mean:.{digits}f} ± {std:.{digits}f}"
+    if ci is not None and ci[0] == ci[0]:
+        text += f" [{ci[0]:.1f}, {ci[1]:.1f}]"
     return text if complete else text + " †"
 
 

@@ -24,6 +24,7 @@ from aecg_bench.errors import DataError
 
 DATA_ROOT_ENV = "AECG_DATA_ROOT"
 _verified: dict[tuple[str, int, float], str] = {}
+_blob_ids: dict[tuple[str, int, float], str] = {}
 
 
 @dataclass(frozen=True)
@@ -114,3 +115,16 @@ def _copy_member(stream: Any, member: str, out: Any) -> None:
                 shutil.copyfileobj(src, out)
                 return
     raise DataError(f"{member} is not in the archive")
+
+
+def git_blob_sha1(path: Path) -> str:
+    """Git's object id of a file's bytes (sha1 of 'blob <size>\\0' + content), memoised per file state."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime)
+    if key not in _blob_ids:
+        h = hashlib.sha1(f"blob {st.st_size}\0".encode())  # git's object id, not a security use
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _blob_ids[key] = h.hexdigest()
+    return _blob_ids[key]

@@ -31,6 +31,9 @@ class ToyParams(Params):
     length: int = Field(8, ge=2, description="cells on the line")
     max_steps: int = Field(12, ge=1)
     train_size: int = Field(6, ge=0, description="tasks in the train split (build protocols)")
+    zones: int = Field(
+        1, ge=1, le=4, description="task types per direction, by the start cell's zone (1: 'right'/'left')"
+    )
 
 
 class ToyBenchmark(Benchmark):
@@ -49,6 +52,8 @@ class ToyBenchmark(Benchmark):
         for i in range(n):
             start, target = rng.randrange(p.length), rng.randrange(p.length)
             family = "right" if target >= start else "left"
+            if p.zones > 1:  # e.g. right0, right1: more task types, so more skills (AECG mechanism tests)
+                family += str(start * p.zones // p.length)
             task = Task(
                 id=f"{split}-{i}",
                 benchmark=self.name,

@@ -4,24 +4,33 @@ Key: sha256 of the canonical JSON of {key version, provider, model id, api
 base, messages, tools, generation parameters (no transport settings), seed,
 sample_index, scope}. Modes: `off`, `read_write`, `read_only` (a miss raises
 `CacheMissError` naming the key). Errors and empty outputs are never stored.
-The first writer of a key wins: a later `put` of the same key keeps the stored
-answer and hands it back, so concurrent processes that raced on one call all
-continue with the same answer.
+
+First writer wins: when two runs of a parallel sweep send the same request
+(same-seed ablations share their construction calls) and both miss, the reply
+stored first is the one both use (`put` returns it), so no later reply can
+replace one a run already built memory from, and a resumed run replays
+exactly what it saw.
 
 One connection per thread (SQLite connections are not shareable), WAL so
-readers never block the writer, and several processes on one machine (Hydra
-multirun jobs) may share one file. SQLite on a network file system is unsafe
-for concurrent writers (its locks are unreliable there, and WAL needs shared
-memory), so jobs of a cluster write shards instead (`shard=`): each process
-writes its own file under `<cache>.shards/` in rollback-journal mode and reads
-the main cache as an immutable file; `merge_shards` folds the shards into the
-main cache after the sweep, the earliest answer for a key winning.
+readers never block the writer, and several processes (Hydra multirun jobs)
+may share one file. A writer that holds the file longer than `lock_timeout_s`
+costs one wait: the response is used but not stored, and this process stops
+storing (one warning) instead of waiting again on every call. A file that is
+not a usable SQLite database (garbage, truncated) stops the run with one line.
+
+SQLite on a network file system is unsafe for concurrent writers (its locks
+are unreliable there, and WAL needs shared memory), so jobs of a cluster write
+shards instead (`shard=`): each process writes its own file under
+`<cache>.shards/` in rollback-journal mode and reads the main cache as an
+immutable file; `merge_shards` folds the shards into the main cache after the
+sweep, the earliest answer for a key winning.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -30,11 +39,12 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from aecg_bench.errors import CacheMissError, ConfigError
+from aecg_bench.errors import CacheMissError, ConfigError, RunStateError
 
 CacheMode = Literal["off", "read_write", "read_only"]
 CACHE_MODES: tuple[str, ...] = ("off", "read_write", "read_only")
 KEY_VERSION = 1
+log = logging.getLogger("aecg_bench.cache")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -52,6 +62,10 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _locked(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+
+
 def shard_dir(path: Path) -> Path:
     return path.with_name(path.name + ".shards")
 
@@ -62,7 +76,14 @@ def shard_name() -> str:
 
 
 class ResponseCache:
-    def __init__(self, path: Path | None, mode: CacheMode = "read_write", *, shard: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        mode: CacheMode = "read_write",
+        *,
+        lock_timeout_s: float = 10.0,
+        shard: str | None = None,
+    ) -> None:
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; valid choices: {', '.join(CACHE_MODES)}")
         if mode != "off" and path is None:
@@ -74,76 +95,133 @@ class ResponseCache:
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
+        self.lock_timeout_s = lock_timeout_s
+        self.skipped_writes = 0
+        self._writes_off = False
         if mode == "read_only" and path is not None and not path.exists():
             raise CacheMissError(f"read_only cache {path} does not exist")
         if mode != "off" and self.write_path is not None:
             self.write_path.parent.mkdir(parents=True, exist_ok=True)
-            self._conns()  # create the schema up front
+            try:
+                self._conn()  # create the schema up front
+                self._conn().execute("SELECT key FROM responses LIMIT 1").fetchone()
+            except sqlite3.Error as exc:
+                raise self._unusable(exc) from None
+
+    def _unusable(self, exc: sqlite3.Error) -> RunStateError:
+        """One line for a cache file that cannot serve: damaged, unwritable, or a full disk."""
+        text = str(exc)
+        if "full" in text:
+            advice = "free disk space, then rerun to resume"
+        elif "readonly" in text or "unable to open" in text:
+            advice = "make it writable, or set runtime.cache.path to a writable file"
+        elif _locked(exc):
+            advice = "stop the process holding it, or set runtime.cache.path to another file"
+        else:
+            advice = (
+                f"move it aside (mv {self.path} {self.path}.damaged) to start an empty cache, or set runtime.cache.path"
+            )
+        return RunStateError(f"response cache {self.path} is not usable ({text}); {advice}")
 
     @property
     def sharded(self) -> bool:
         return self.write_path != self.path
 
-    def _conns(self) -> list[sqlite3.Connection]:
-        """This thread's connections, the one written to first."""
-        conns = getattr(self._local, "conns", None)
-        if conns is None:
-            assert self.path is not None and self.write_path is not None
-            if self.mode == "read_only":
-                conns = [_connect(f"file:{self.path}?mode=ro")]
-            elif not self.sharded:
-                conns = [_writable(self.path, "WAL")]
-            else:
-                conns = [_writable(self.write_path, "DELETE")]  # one writer per shard: no shared memory needed
-                if self.path.exists():
-                    conns.append(_connect(_read_only_uri(self.path)))
-            self._local.conns = conns
-        return conns
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection to the file it writes (or reads, in read_only mode)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            assert self.write_path is not None
+            uri = f"file:{self.write_path}?mode=ro" if self.mode == "read_only" else f"file:{self.write_path}"
+            conn = _connect(uri, self.lock_timeout_s)
+            if self.mode != "read_only":
+                # one writer per shard: no shared memory needed (WAL's would not work on a network file system)
+                conn.execute(f"PRAGMA journal_mode={'DELETE' if self.sharded else 'WAL'}")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+            self._local.conn = conn
+        return conn
+
+    def _merged(self) -> sqlite3.Connection | None:
+        """A sharded process's read-only view of the main cache (None before the first merge)."""
+        if not self.sharded:
+            return None
+        conn = getattr(self._local, "merged", None)
+        if conn is None:
+            assert self.path is not None
+            if not self.path.exists():
+                return None
+            conn = _connect(_read_only_uri(self.path), self.lock_timeout_s)
+            self._local.merged = conn
+        return conn
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored response, or None (mode off, or a miss in read_write)."""
         if self.mode == "off":
             return None
-        for conn in reversed(self._conns()):  # main cache before this process's shard
-            row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                self.hits += 1
-                return json.loads(row[0])
-        self.misses += 1
-        if self.mode == "read_only":
-            assert self.path is not None
-            unmerged = any(shard_dir(self.path).glob("*.sqlite"))
-            hint = f"; shards not yet merged? python -m aecg_bench.llm.cache merge {self.path}" if unmerged else ""
-            raise CacheMissError(
-                f"cache miss in read_only mode for key {key} (cache {self.path}); "
-                f"rerun with runtime.cache.mode=read_write to fill it{hint}"
-            )
-        return None
-
-    def put(self, key: str, model: str, value: dict[str, Any]) -> dict[str, Any] | None:
-        """Store `value` unless the key is already stored; returns the stored (winning) value
-        (None when this cache does not write)."""
-        if self.mode != "read_write":
+        try:
+            merged = self._merged()
+            row = merged.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone() if merged else None
+            if row is None:
+                row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
+        if row is None:
+            self.misses += 1
+            if self.mode == "read_only":
+                assert self.path is not None
+                unmerged = any(shard_dir(self.path).glob("*.sqlite"))
+                hint = f"; shards not yet merged? python -m aecg_bench.llm.cache merge {self.path}" if unmerged else ""
+                raise CacheMissError(
+                    f"cache miss in read_only mode for key {key} (cache {self.path}); "
+                    f"rerun with runtime.cache.mode=read_write to fill it{hint}"
+                )
             return None
-        conn = self._conns()[0]
-        conn.execute(
-            "INSERT OR IGNORE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
-            (key, model, json.dumps(value, ensure_ascii=False), time.time()),
-        )
-        row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        self.hits += 1
         return json.loads(row[0])
+
+    def put(self, key: str, model: str, value: dict[str, Any]) -> dict[str, Any]:
+        """Store `value` unless the key is already stored; returns the stored (first-written) value."""
+        if self.mode != "read_write":
+            return value
+        if self._writes_off:
+            self.skipped_writes += 1
+            return value
+        conn = self._conn()
+        try:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
+                (key, model, json.dumps(value, ensure_ascii=False), time.time()),
+            )
+            if cur.rowcount == 1:
+                return value
+            row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            if not _locked(exc):
+                raise self._unusable(exc) from None
+            self._writes_off = True
+            self.skipped_writes += 1
+            log.warning(
+                "response cache %s is locked by another writer (waited %.0f s); this run goes on without "
+                "storing responses, so a rerun calls the model again for them",
+                self.path,
+                self.lock_timeout_s,
+            )
+            return value
+        return value if row is None else json.loads(row[0])
 
     def _rows(self) -> dict[str, tuple[str, str, str, float]]:
         rows: dict[str, tuple[str, str, str, float]] = {}
-        for conn in self._conns():  # own shard first, then the main cache (which wins)
-            rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
+        for conn in (self._conn(), self._merged()):  # own shard first, then the main cache (which wins)
+            if conn is not None:
+                rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
         return rows
 
     def __len__(self) -> int:
         if self.mode == "off":
             return 0
         if not self.sharded:
-            return self._conns()[0].execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         return len(self._rows())
 
     def export(self, dest: Path, keys: set[str] | None = None) -> int:
@@ -192,12 +270,12 @@ def _read_only_uri(path: Path) -> str:
     return f"file:{path}?mode=ro" if pending else f"file:{path}?mode=ro&immutable=1"
 
 
-def _connect(uri: str) -> sqlite3.Connection:
-    return sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None, check_same_thread=False)
+def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
 
 
 def _writable(path: Path, journal: str) -> sqlite3.Connection:
-    conn = _connect(f"file:{path}")
+    conn = _connect(f"file:{path}", 60.0)
     conn.execute(f"PRAGMA journal_mode={journal}")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(_SCHEMA)

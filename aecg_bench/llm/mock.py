@@ -35,6 +35,7 @@ KNOWN_POLICIES: dict[str, str] = {
     "toy_oracle": "aecg_bench.benchmarks.toy:mock_oracle",
     "toy_tools_oracle": "aecg_bench.benchmarks.toy_tools:mock_oracle",
     "aecg_oracle": "aecg_bench.aecg.mock_policy:mock_policy",
+    "aecg_skill_follower": "aecg_bench.aecg.mock_policy:skill_follower",
 }
 _registered: dict[str, MockPolicy] = {}
 

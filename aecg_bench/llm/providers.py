@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from aecg_bench.errors import AecgBenchError, one_line
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.llm.usage import Usage
 from aecg_bench.types import ToolCall
@@ -45,8 +46,13 @@ class ContextLimitError(Exception):
     """The prompt does not fit the model's context window."""
 
 
-class FatalProviderError(Exception):
-    """Retrying cannot help (bad key, unknown model, malformed request)."""
+class FatalProviderError(AecgBenchError):
+    """Retrying cannot help (bad key, unknown model, malformed request): the run stops as `failed`."""
+
+
+# HTTP statuses that every retry would meet again: bad key, no permission, unknown model/route.
+# 400 is fatal too unless it is about JSON (a malformed structured output is worth a retry).
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 class Provider:
@@ -95,7 +101,10 @@ class LiteLLMProvider(Provider):
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:  # classified below; anything unknown is transient
-            raise classify_litellm_error(exc) from exc
+            error = classify_litellm_error(exc)
+            if isinstance(error, FatalProviderError):
+                raise FatalProviderError(f"model {spec.label!r} ({spec.model}): {error}") from None
+            raise error from exc
         return _parse_response(response)
 
 
@@ -139,11 +148,12 @@ def classify_litellm_error(exc: Exception) -> Exception:
     text = str(exc).lower()
     if isinstance(exc, litellm.ContextWindowExceededError) or "exceed context window" in text:
         return ContextLimitError(str(exc)[:500])
-    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError | litellm.NotFoundError):
-        return FatalProviderError(f"{name}: {str(exc)[:300]}")
     status = getattr(exc, "status_code", None)
-    if isinstance(exc, litellm.BadRequestError) and status == 400 and "json" not in str(exc).lower():
-        return FatalProviderError(f"{name}: {str(exc)[:300]}")
+    fatal_type = isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError | litellm.NotFoundError)
+    # A plain APIError (or any other wrapper) that carries one of these statuses is as final.
+    if fatal_type or status in FATAL_STATUSES or (status == 400 and "json" not in text):
+        shown = f" (HTTP {status})" if status else ""
+        return FatalProviderError(one_line(f"{name}{shown}: {exc}", 300))
     return TransientProviderError(f"{name} (status {status}): {str(exc)[:300]}", retry_after=retry_after_of(exc))
 
 

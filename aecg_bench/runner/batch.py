@@ -9,6 +9,10 @@ loses at most the item in flight, which is then run again.
 
 One deviation is inherent: an item that failed with an infra error is redone
 after the items that followed it, so its memory context includes them.
+
+Only the process holding the run's lock writes anything, and it records how
+the run ended: `complete`/`incomplete`, `failed` (with a one-line `error`) when
+an error stops it, `interrupted` on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
-from aecg_bench.errors import ConfigError
+from aecg_bench.errors import AecgBenchError, BudgetExceededError, RunRefused, RunStateError, io_error, one_line
 from aecg_bench.llm.usage import UsageMeter
-from aecg_bench.runner.build import RunPlan, environment_facts
+from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
     ItemResult,
     ReplayRollout,
@@ -38,7 +43,7 @@ from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
 from aecg_bench.runner.records import RunDir, done_positions, latest_by_position
 from aecg_bench.runner.tracking import Tracker
-from aecg_bench.types import Status
+from aecg_bench.types import DecisionNode, Status
 
 log = logging.getLogger("aecg_bench.run")
 
@@ -47,30 +52,76 @@ def item_seed(plan: RunPlan, item: StreamItem) -> int:
     return derive_seed(plan.config.seed, plan.config.benchmark.name, item.sample.id, item.phase, item.epoch)
 
 
-def run_plan(plan: RunPlan, services: Services, audit: AuditLog) -> dict[str, Any]:
-    """Execute (or resume) a run; returns the final run.json header."""
+def run_plan(
+    plan: RunPlan, services: Services, audit: AuditLog, *, on_locked: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Execute (or resume) a run; returns the final run.json header.
+
+    `on_locked` runs once the lock is held (the caller's logging goes to the run's files only
+    then). Any error after the header is ours is recorded in run.json before it propagates.
+    """
     cfg = plan.config
     redact = Redactor([s.api_key_env for s in services.llm.models.values() if s.api_key_env])
     rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
-    rd.create()
     audit.redact = redact.deep
     try:
-        return _execute(plan, services, audit, rd, redact)
+        rd.create()
+        if on_locked is not None:
+            on_locked()
+        header = _open_header(rd, plan)
+        try:
+            return _execute(plan, services, audit, rd, redact, header)
+        except KeyboardInterrupt:
+            _record_end(rd, header, "interrupted", "stopped by a signal (Ctrl-C or SIGTERM); rerun to resume")
+            raise
+        except AecgBenchError as exc:
+            # a budget stop is not a failure: a rerun with a larger budget continues
+            _record_end(rd, header, "stopped" if isinstance(exc, BudgetExceededError) else "failed", one_line(exc))
+            raise
+        except OSError as exc:
+            error = io_error(exc)
+            _record_end(rd, header, "failed", str(error))
+            raise error from None
+        except Exception as exc:  # a bug: the run is still not 'running'
+            _record_end(rd, header, "failed", one_line(f"{type(exc).__name__}: {exc}"))
+            raise
+    except OSError as exc:  # before the header was ours: nothing recorded
+        raise io_error(exc) from None
     finally:
         audit.close()
         services.benchmark.close()
         rd.release()
 
 
-def _execute(plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, redact: Redactor) -> dict[str, Any]:
+def _record_end(rd: RunDir, header: dict[str, Any], status: str, error: str) -> None:
+    """Best effort: the run's outcome in run.json (a full disk uses the reserve)."""
+    try:
+        rd.write_final_header({**header, "status": status, "error": error, "finished_at": time.time()})
+    except OSError as exc:
+        log.error("could not record status %r in %s: %s", status, rd.run_json, exc)
+
+
+def _execute(
+    plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, redact: Redactor, header: dict[str, Any]
+) -> dict[str, Any]:
     cfg = plan.config
-    header = _open_header(rd, plan)
     records = rd.records()
     _restore_state(rd, plan, services, audit, records)
     done = done_positions(records)
     attempts = Counter(r["position"] for r in records)
     todo = [it for it in plan.stream if it.position not in done]
     log.info("run %s: %d items, %d done, %d to run", plan.run_dir, len(plan.stream), len(done), len(todo))
+    if records and todo and services.llm.cache.mode == "off":
+        log.warning(
+            "resuming %s with the LLM cache off: memory-side calls replayed from the stored records are "
+            "re-sampled, so the rebuilt memory may differ from the one the earlier items saw "
+            "(runtime.cache.mode=read_write keeps resumes exact)",
+            plan.run_dir,
+        )
+    if header.get("resumes"):
+        resume = header["resumes"][-1]
+        resume["done"] = len(done)
+        log.info("resuming %s: found it %s, %d of %d items done", rd.path, resume["found"], len(done), len(plan.stream))
     tracker = Tracker(cfg, header, plan.run_dir, redact)
     progress = Progress(
         total=len(plan.stream),
@@ -88,31 +139,39 @@ def _execute(plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, red
                 rd.write_snapshot(n_records, audit.seq, _state(services))
             progress.update(record)
             tracker.log(record)
+        if todo:
+            rd.write_snapshot(n_records, audit.seq, _state(services))
+        final = summarise(rd, plan, header)
+    except BaseException:
+        tracker.abort()
+        raise
     finally:
         progress.close()
-    if todo:
-        rd.write_snapshot(n_records, audit.seq, _state(services))
-    final = summarise(rd, plan, header)
     tracker.finish(final)
     return final
 
 
 def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
+    """Claim the run: a new header, or the existing one marked running again. A refusal (other
+    configuration) or a damaged run.json raises before anything is written."""
     existing = rd.read_header()
     if existing is None:
         header = {**plan.header, "started_at": time.time()}
         rd.write_header(header)
         return header
-    if existing["identity"]["hash"] != plan.header["identity"]["hash"]:
+    if existing["identity"].get("hash") != plan.header["identity"]["hash"]:
         diff = config_diff(existing["identity"], plan.header["identity"])
         if not plan.config.runtime.allow_config_change:
-            raise ConfigError(
+            raise RunRefused(
                 f"{rd.path} holds a run with a different configuration; rerun with "
                 f"runtime.allow_config_change=true to continue it anyway, or change experiment_name.\n{diff}"
             )
         log.warning("continuing %s under a changed configuration:\n%s", rd.path, diff)
         existing.setdefault("config_changes", []).append({"at": time.time(), "diff": diff})
-    existing.setdefault("resumes", []).append({"at": time.time(), "git_commit": environment_facts()["git_commit"]})
+    existing.setdefault("resumes", []).append(
+        {"at": time.time(), "git_commit": environment_facts()["git_commit"], "found": existing.get("status")}
+    )
+    existing.pop("error", None)
     existing["status"] = "running"
     rd.write_header(existing)
     return existing
@@ -128,17 +187,23 @@ def _restore_state(
 ) -> None:
     """Newest snapshot, then the state-changing part of every later record, in record order.
 
-    Records that ended in an infra error are not replayed: they are redone.
+    Records that ended in an infra error are not replayed: they are redone. A snapshot that
+    cannot be read or loaded is moved aside and the previous one (or the start) is used.
     """
-    snap = rd.latest_snapshot(len(records))
+    snap = _load_snapshot(rd, services, len(records))
     start = 0
     if snap is not None:
-        services.memory.load_state_dict(snap.state["memory"])
-        services.framework.load_state_dict(snap.state["framework"])
-        audit.truncate_to(snap.audit_seq)
         start = snap.records_seq
-    else:
-        audit.truncate_to(0)
+    moved = audit.set_aside_damaged()
+    if moved:
+        log.warning("set %d damaged line(s) of %s aside in %s.damaged", moved, audit.path, audit.path)
+    audit.truncate_to(snap.audit_seq if snap is not None else 0)
+    if snap is None:
+        start_state = plan.config.protocol.start_state
+        if start_state is not None:  # warmup_snapshot protocol: every variant starts from the same state
+            state = load_start_state(start_state)
+            services.memory.load_state_dict(state["memory"])
+            services.framework.load_state_dict(state["framework"])
     by_position = {it.position: it for it in plan.stream}
     replayed = 0
     for rec in records[start:]:
@@ -159,6 +224,23 @@ def _restore_state(
             replayed,
             snap.path.name if snap else "none",
         )
+
+
+def _load_snapshot(rd: RunDir, services: Services, n_records: int) -> Any:
+    """Load the newest usable snapshot into memory and framework; None means replay from the start."""
+    initial = _state(services)  # a fresh build's state, to undo a half-loaded bad snapshot
+    for path in rd.snapshots(n_records):
+        try:
+            snap = rd.read_snapshot(path)
+            services.memory.load_state_dict(snap.state["memory"])
+            services.framework.load_state_dict(snap.state["framework"])
+            return snap
+        except (RunStateError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            services.memory.load_state_dict(initial["memory"])
+            services.framework.load_state_dict(initial["framework"])
+            dest = rd.set_aside(path)
+            log.warning("%s cannot be loaded (%s); moved to %s, falling back", path, one_line(exc, 200), dest.name)
+    return None
 
 
 def _bind_memory_llm(services: Services, audit: AuditLog, item: StreamItem, seed: int, meter: UsageMeter) -> None:
@@ -227,6 +309,7 @@ def make_record(
         "steps": len(traj.steps) if traj else 0,
         "invalid_actions": traj.invalid_actions if traj else 0,
         "decisions": len(traj.decisions) if traj else 0,
+        "decisions_by": decision_counts(traj.decisions if traj else []),
         "recalled_memory_ids": traj.recalled_memory_ids() if traj else [],
         "n_rollouts": len(result.rollouts),
         "learned": result.learned,
@@ -237,6 +320,26 @@ def make_record(
         "started_at": started,
         "seconds": round(result.seconds, 4),
     }
+
+
+def decision_counts(decisions: Sequence[DecisionNode]) -> dict[str, dict[str, int]]:
+    """How many of a trajectory's decisions each level, agent and role made (AECG's scope results
+    depend on how many decisions each coordination level makes)."""
+    return {key: dict(Counter(getattr(d, key) for d in decisions)) for key in ("level", "agent", "role")}
+
+
+def decision_shares(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Decisions per level, agent and role summed over records, with each one's share of the total."""
+    totals: dict[str, Counter[str]] = {key: Counter() for key in ("level", "agent", "role")}
+    for r in records:
+        for key, counts in r.get("decisions_by", {}).items():
+            totals.setdefault(key, Counter()).update(counts)
+    n = sum(totals["level"].values())
+    out: dict[str, Any] = {"total": n}
+    for key, counts in totals.items():
+        out[f"by_{key}"] = dict(sorted(counts.items()))
+        out[f"share_by_{key}"] = {k: round(v / n, 4) for k, v in sorted(counts.items())} if n else {}
+    return out
 
 
 def _phase_ends(plan: RunPlan, item: StreamItem) -> bool:
@@ -268,6 +371,7 @@ def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, An
             "mean_value": (sum(r["value"] or 0.0 for r in ok_evals) / len(ok_evals)) if ok_evals else None,
         },
         "usage": {"total": totals, "by_role": total.by_role()},
+        "decisions": decision_shares(list(latest.values())),
         "cost": totals["cost"],
         "cache_hit_rate": (totals["cache_hits"] / totals["calls"]) if totals["calls"] else None,
         "failures": {
@@ -278,5 +382,5 @@ def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, An
             "retries": totals["retries"],
         },
     }
-    rd.write_header(final)
+    rd.write_final_header(final)
     return final

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -18,9 +19,10 @@ from aecg_bench.errors import ConfigError
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache, shard_name
 from aecg_bench.llm.client import LLMClient
-from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.llm.ratelimit import SharedRateLimiter
+from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
 from aecg_bench.runner.identity import results_dir, scrub, stable_hash
@@ -50,6 +52,11 @@ class RunPlan:
 def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
     """The ordered items of a run: build items (if any), then warm-up and eval items."""
     p = cfg.protocol
+    if p.mode == "build_then_freeze" and p.build_split == p.split:
+        raise ConfigError(
+            f"protocol.build_split and protocol.split are both {p.split!r}; build_then_freeze builds memory on "
+            "tasks that are never evaluated, so choose two different splits"
+        )
     splits = benchmark.splits()
     for split in {p.split, *([p.build_split] if p.mode == "build_then_freeze" else [])}:
         if split not in splits:
@@ -64,7 +71,11 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
         evals = evals[: p.limit]
     n_warm = round(len(evals) * p.warmup_fraction)
     for i, s in enumerate(evals):
-        items.append(StreamItem(len(items), "warmup" if i < n_warm else "eval", s))
+        phase = "warmup" if i < n_warm else "eval"
+        if p.phases in ("all", phase):  # one part of the stream only: positions count within it
+            items.append(StreamItem(len(items), phase, s))
+    if p.phases == "eval" and not items:
+        raise ConfigError(f"protocol.phases=eval leaves no eval items (warmup_fraction={p.warmup_fraction})")
     ids = [it.sample.id for it in items]
     if len(set(zip(ids, (it.phase for it in items), (it.epoch for it in items), strict=True))) != len(items):
         raise ConfigError(f"benchmark {benchmark.name!r} yields duplicate sample ids in one phase")
@@ -74,8 +85,12 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
 def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
     mode = cfg.runtime.cache.mode
-    shard = shard_name() if cfg.runtime.cache.shards else None
-    cache = ResponseCache(cache_path if mode != "off" else None, mode, shard=shard)
+    cache = ResponseCache(
+        cache_path if mode != "off" else None,
+        mode,
+        lock_timeout_s=cfg.runtime.cache.lock_timeout_s,
+        shard=shard_name() if cfg.runtime.cache.shards else None,
+    )
     specs = cfg.model.specs()
     limiter = None
     if any(spec.rate_limit is not None for spec in specs.values()):
@@ -98,13 +113,15 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         experiment=cfg.experiment_name,
         benchmark=cfg.benchmark.tag,
         framework=cfg.framework.tag,
-        memory=cfg.memory.tag,
+        memory=memory_label(cfg),
         model=cfg.model.label,
         seed=cfg.seed,
     )
     audit = AuditLog(run_dir / "memory" / "audit.jsonl")
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
-    embedder = Embedder(cfg.embedder.backend, embed_cache)
+    e = cfg.embedder
+    remote = RemoteEmbedding(e.model, e.api_base, e.api_key_env, e.dim) if e.backend == "qwen3_embedding" else None
+    embedder = Embedder(e.backend, embed_cache, remote=remote)
     memory = registry.build(
         "memory",
         cfg.memory.name,
@@ -114,7 +131,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     stream = plan_stream(benchmark, cfg)
     p = cfg.protocol
     protocol = Protocol(
-        label_source=p.label_source,
+        label_source=memory.label_source(p.label_source),
         retrieval=p.retrieval,
         max_invalid_actions=p.max_invalid_actions,
         max_steps=p.max_steps,
@@ -129,7 +146,16 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         env_cache_dir=root / ".cache" / "env" / cfg.benchmark.name,
     )
     header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
+    header["protocol"]["label_source"] = protocol.label_source  # what memory learns from, after the method's say
     return RunPlan(cfg, run_dir, stream, header), services, audit
+
+
+def memory_label(cfg: RunConfig) -> str:
+    """The memory's results label; `_<mode>` is appended when the run's protocol is not the one the
+    method's paper uses (EDV run online is `edv_online`, never plain `edv`)."""
+    paper = registry.resolve("memory", cfg.memory.name).paper_protocol
+    tag, mode = cfg.memory.tag, cfg.protocol.mode
+    return tag if mode == paper or tag.endswith(f"_{mode}") else f"{tag}_{mode}"
 
 
 def make_header(
@@ -147,17 +173,18 @@ def make_header(
         "components": {"benchmark": benchmark.describe(), "framework": framework, "memory": memory},
         "data_hashes": benchmark.data_hashes(),
         "sample_list_hash": stable_hash(sample_list),
+        "start_state_hash": start_state_hash(cfg.protocol.start_state),
         "embedder": embedder.describe(),
     }
     identity["hash"] = stable_hash(identity)
     return {
-        "schema": 1,
+        "schema": SCHEMA_VERSION,
         "status": "running",
         "labels": {
             "experiment": cfg.experiment_name,
             "benchmark": cfg.benchmark.tag,
             "framework": cfg.framework.tag,
-            "memory": cfg.memory.tag,
+            "memory": memory_label(cfg),
             "model": cfg.model.label,
             "seed": cfg.seed,
         },
@@ -172,6 +199,20 @@ def make_header(
         "price_table_version": PRICE_TABLE_VERSION,
         "environment": environment_facts(),
     }
+
+
+def start_state_hash(path: str | None) -> str | None:
+    """Hash of the state an eval-only run starts from (part of the run's identity)."""
+    if path is None:
+        return None
+    try:
+        return stable_hash(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"protocol.start_state {path!r} is not a readable JSON state: {exc}") from None
+
+
+def load_start_state(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def environment_facts() -> dict[str, Any]:

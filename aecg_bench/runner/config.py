@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
@@ -54,6 +54,10 @@ class ProtocolConfig(_Strict):
     build_split: str = "train"
     build_epochs: int = Field(1, ge=1)
     warmup_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    # warmup_snapshot protocol (AECG mechanism tests): run only one part of the warm-up/eval stream;
+    # an eval-only run starts from `start_state` (a JSON file {"memory": ..., "framework": ...}).
+    phases: Literal["all", "warmup", "eval"] = "all"
+    start_state: str | None = None
     retrieval: Literal["per_task", "per_decision"] = "per_task"
     maintain_every: int = Field(10, ge=1)
     snapshot_every: int = Field(10, ge=1)
@@ -63,13 +67,20 @@ class ProtocolConfig(_Strict):
 
 
 class EmbedderConfig(_Strict):
-    backend: Literal["minilm", "lexical"] = "lexical"
+    backend: Literal["minilm", "lexical", "qwen3_embedding"] = "minilm"
+    # qwen3_embedding only: a litellm embedding model id (an OpenAI-compatible server such as vLLM
+    # serving Qwen/Qwen3-Embedding-4B, the paper's embedder), its endpoint, key variable and width.
+    model: str = "openai/Qwen/Qwen3-Embedding-4B"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    dim: int = Field(2560, ge=1)
 
 
 class CacheConfig(_Strict):
     mode: Literal["off", "read_write", "read_only"] = "read_write"
     path: str | None = None
     shards: bool = False  # each process writes its own shard (clusters, network file systems); merge after
+    lock_timeout_s: float = Field(10.0, gt=0)  # wait for another writer's lock, then skip storing
 
 
 class WandbConfig(_Strict):
@@ -98,7 +109,7 @@ class RuntimeConfig(_Strict):
 
 class RunConfig(_Strict):
     experiment_name: str = "default"
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     framework: ComponentConfig
     benchmark: ComponentConfig
     memory: ComponentConfig
@@ -106,12 +117,6 @@ class RunConfig(_Strict):
     protocol: ProtocolConfig = ProtocolConfig()
     embedder: EmbedderConfig = EmbedderConfig()
     runtime: RuntimeConfig = RuntimeConfig()
-
-    @model_validator(mode="after")
-    def _seed_non_negative(self) -> RunConfig:
-        if self.seed < 0:
-            raise ValueError("seed must be >= 0")
-        return self
 
     def identity_config(self) -> dict[str, Any]:
         """The parts of the config that define what is measured: not `runtime`, and not how a
@@ -129,7 +134,9 @@ class RunConfig(_Strict):
 
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
-    return validate_params("config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment")})
+    return validate_params(
+        "config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism")}
+    )
 
 
 def validate_components(cfg: RunConfig) -> None:

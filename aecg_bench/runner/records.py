@@ -1,4 +1,4 @@
-"""The files a run writes, and how a resumed run reads them back.
+"""The files a run writes, and how a resumed run reads them back (names and reader: results_format).
 
     run.json            header: identity, resolved config (scrubbed), versions, data
                         hashes, protocol; final status, counts, usage, cost
@@ -12,10 +12,17 @@
 A record with status `infra_error` does not count as done: a rerun redoes it
 and appends a new record with a higher `attempt`; readers take the latest
 attempt per stream position.
+
+Damage done outside the harness is reported, not guessed around: an unreadable
+run.json, samples.jsonl line or needed trajectory raises `RunStateError` naming
+the file and what to do; a bad snapshot is moved aside and the previous one (or
+replay from the start) is used. `.reserve` holds a little disk space so a full
+disk can still record the run's final status.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gzip
 import json
@@ -25,12 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.errors import ConfigError
-from aecg_bench.jsonl import append_jsonl, read_jsonl, repair, write_json_atomic
+from aecg_bench.errors import RunRefused, RunStateError
+from aecg_bench.jsonl import BadLine, append_jsonl, read_jsonl, repair, write_json_atomic
+from aecg_bench.results_format import RUN_JSON, SAMPLES, latest_by_position
 from aecg_bench.types import Status
 
-RUN_JSON = "run.json"
-SAMPLES = "samples.jsonl"
+__all__ = ["RUN_JSON", "SAMPLES", "RunDir", "Snapshot", "done_positions", "latest_by_position"]
+
+RESERVE = ".reserve"
+RESERVE_BYTES = 1 << 20  # room for the final run.json (a few tens of KB) even on a full disk
 
 
 @dataclass(frozen=True)
@@ -64,16 +74,21 @@ class RunDir:
         return self.memory_dir / "audit.jsonl"
 
     def create(self) -> None:
-        """Make the directories, take the run's lock, and cut torn tails left by a crash."""
-        for d in (self.path, self.trajectories, self.memory_dir):
-            d.mkdir(parents=True, exist_ok=True)
+        """Take the run's lock, then (only then) tidy what a crash left: torn tails, temp files."""
+        self.path.mkdir(parents=True, exist_ok=True)
         self._lock()
+        for d in (self.trajectories, self.memory_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        for stale in (*self.path.glob("*.tmp"), *self.memory_dir.glob("*.tmp"), *self.trajectories.glob("*.tmp")):
+            stale.unlink(missing_ok=True)  # a write_json_atomic/trajectory write cut short by a kill
         repair(self.samples_file)
         repair(self.audit_file)
+        self._reserve()
 
     def _lock(self) -> None:
         """One process per run directory: a second one (a stray sweep worker, a double launch)
-        would append duplicate records. The OS drops the lock when its holder dies."""
+        would append duplicate records. The OS drops the lock when its holder dies. The process
+        that loses touches nothing: it only reads the holder's pid."""
         fh = (self.path / ".lock").open("a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -81,16 +96,40 @@ class RunDir:
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             fh.close()
-            raise ConfigError(f"{self.path} is being run by {holder}; wait for it or stop it first") from None
+            raise RunRefused(
+                f"{self.path} is being run by {holder}; wait for it to finish or stop it, then rerun"
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}")
         fh.flush()
         self._lock_fh = fh
 
+    def _reserve(self) -> None:
+        """Hold RESERVE_BYTES of real disk blocks, given back only to write the final status."""
+        path = self.path / RESERVE
+        if path.exists() and path.stat().st_size >= RESERVE_BYTES:
+            return
+        try:
+            with path.open("wb") as fh:
+                fh.write(b"\0" * RESERVE_BYTES)
+        except OSError:  # already full: nothing to reserve, the final write may still fit
+            path.unlink(missing_ok=True)
+
+    def write_final_header(self, header: dict[str, Any]) -> None:
+        """The last write of a run (its outcome); on a full disk the reserve makes room for it."""
+        try:
+            self.write_header(header)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not (self.path / RESERVE).exists():
+                raise
+            (self.path / RESERVE).unlink()
+            self.write_header(header)
+
     def release(self) -> None:
         fh = getattr(self, "_lock_fh", None)
         if fh is not None:
+            (self.path / RESERVE).unlink(missing_ok=True)
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
             self._lock_fh = None
@@ -100,7 +139,16 @@ class RunDir:
     def read_header(self) -> dict[str, Any] | None:
         if not self.run_json.exists():
             return None
-        return json.loads(self.run_json.read_text(encoding="utf-8"))
+        try:
+            header = json.loads(self.run_json.read_text(encoding="utf-8"))
+            if not isinstance(header, dict) or not isinstance(header.get("identity"), dict):
+                raise ValueError("not a run header")
+            return header
+        except (ValueError, UnicodeDecodeError):
+            raise RunStateError(
+                f"{self.run_json} is damaged (not a valid run header); move it aside "
+                f"(mv {self.run_json} {self.run_json}.damaged) and rerun to rebuild it from this command"
+            ) from None
 
     def write_header(self, header: dict[str, Any]) -> None:
         write_json_atomic(self.run_json, self.redact(header))
@@ -108,7 +156,21 @@ class RunDir:
     # -- records -------------------------------------------------------------
 
     def records(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.samples_file)
+        try:
+            records = read_jsonl(self.samples_file)
+        except BadLine as exc:
+            raise RunStateError(
+                f"{self.samples_file}: line {exc.line} is damaged (not a JSON record); restore the file from a "
+                "backup, or delete that line and memory/snapshot-*.json to rerun its sample (memory is rebuilt "
+                "by replay)"
+            ) from None
+        for i, rec in enumerate(records):
+            if not all(k in rec for k in ("position", "attempt", "status")):
+                raise RunStateError(
+                    f"{self.samples_file}: record {i + 1} lacks position/attempt/status; restore the file "
+                    "from a backup, or delete that line and memory/snapshot-*.json to rerun its sample"
+                )
+        return records
 
     def append_record(self, record: dict[str, Any]) -> None:
         append_jsonl(self.samples_file, self.redact(record), fsync=self.fsync)
@@ -127,8 +189,18 @@ class RunDir:
         return path
 
     def read_trajectory(self, position: int, attempt: int) -> dict[str, Any]:
-        with gzip.open(self.trajectory_path(position, attempt), "rt", encoding="utf-8") as fh:
-            return json.load(fh)
+        path = self.trajectory_path(position, attempt)
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                data = json.load(fh)
+            if not isinstance(data, dict) or not isinstance(data.get("rollouts"), list):
+                raise ValueError("no rollouts")
+            return data
+        except (OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
+            raise RunStateError(
+                f"{path} is damaged or missing ({type(exc).__name__}); resume needs it to replay memory: "
+                f"restore it from a backup, or move {self.path} aside to start the run over"
+            ) from None
 
     # -- memory snapshots ----------------------------------------------------
 
@@ -137,26 +209,44 @@ class RunDir:
         write_json_atomic(path, self.redact({"records_seq": records_seq, "audit_seq": audit_seq, "state": state}))
         return path
 
-    def latest_snapshot(self, max_records_seq: int) -> Snapshot | None:
-        """The newest snapshot that covers no more records than exist (a snapshot is written
-        after its record, so a newer one can only exist if the record survived)."""
-        best: Snapshot | None = None
-        for path in sorted(self.memory_dir.glob("snapshot-*.json")):
-            seq = int(path.stem.split("-")[1])
+    def snapshots(self, max_records_seq: int) -> list[Path]:
+        """Snapshot files, newest first, that cover no more records than exist (a snapshot is
+        written after its record, so a newer one can only exist if the record survived)."""
+        found = []
+        for path in self.memory_dir.glob("snapshot-*.json"):
+            try:
+                seq = int(path.stem.split("-")[1])
+            except (IndexError, ValueError):
+                continue
             if seq <= max_records_seq:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                best = Snapshot(data["records_seq"], data["audit_seq"], data["state"], path)
-        return best
+                found.append((seq, path))
+        return [p for _, p in sorted(found, reverse=True)]
 
+    def read_snapshot(self, path: Path) -> Snapshot:
+        """One snapshot; RunStateError if it is truncated or has the wrong shape."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            snap = Snapshot(int(data["records_seq"]), int(data["audit_seq"]), data["state"], path)
+            if not isinstance(snap.state, dict) or not {"memory", "framework"} <= set(snap.state):
+                raise ValueError("state lacks memory/framework")
+            return snap
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
+            raise RunStateError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
 
-def latest_by_position(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """The last attempt's record for every stream position."""
-    out: dict[int, dict[str, Any]] = {}
-    for rec in records:
-        pos = rec["position"]
-        if pos not in out or rec["attempt"] >= out[pos]["attempt"]:
-            out[pos] = rec
-    return out
+    def set_aside(self, path: Path) -> Path:
+        """Keep a damaged file for inspection under a name no reader picks up."""
+        dest = path.with_name(path.name + ".damaged")
+        os.replace(path, dest)
+        return dest
+
+    def latest_snapshot(self, max_records_seq: int) -> Snapshot | None:
+        """The newest readable snapshot (see `snapshots`)."""
+        for path in self.snapshots(max_records_seq):
+            try:
+                return self.read_snapshot(path)
+            except RunStateError:
+                continue
+        return None
 
 
 def done_positions(records: list[dict[str, Any]]) -> set[int]:

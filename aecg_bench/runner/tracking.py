@@ -1,7 +1,9 @@
 """Optional Weights & Biases logging: off unless enabled, offline by default, never required.
 
 Only the scrubbed config and per-sample numbers are sent; secrets are removed
-by key name and by value before anything leaves the process.
+by key name and by value before anything leaves the process. wandb's console
+capture is off: it would copy raw stdout/stderr (a provider's error body with a
+key in it) into `wandb/*/files/output.log`; run.log holds the redacted log.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Tracker:
                     scrub({"labels": labels, "identity": header["identity"], "protocol": header["protocol"]})
                 ),
                 reinit=True,
+                settings=wandb.Settings(console="off"),
             )
         except Exception as exc:  # tracking must never stop a run
             log.warning("wandb init failed (%s); continuing without it", exc)
@@ -62,6 +65,16 @@ class Tracker:
                 **{f"memory/{k}": v for k, v in record["memory_stats"].items()},
             }
         )
+
+    def abort(self) -> None:
+        """The run stopped on an error or a signal: close the wandb run as failed."""
+        if self.run is None:
+            return
+        try:
+            self.run.finish(exit_code=1)
+        except Exception as exc:  # tracking must never mask the run's own error
+            log.warning("wandb finish failed (%s)", exc)
+        self.run = None
 
     def finish(self, final: dict[str, Any]) -> None:
         if self.run is None:

@@ -3,7 +3,9 @@
 It answers `/v1/chat/completions` through a reply function (messages -> text)
 and, per request, may misbehave in one of the ways real providers do: 429 with
 Retry-After, 500, too slow (past the client's timeout), an empty completion,
-or a body that is not JSON. Which requests misbehave is decided by a
+or a body that is not JSON; or fail for good: 400, 401, 403 or 404, with an
+error body that echoes the request's bearer key, as careless servers do (a test
+that the key never reaches a file). Which requests misbehave is decided by a
 `fault(messages, attempt) -> mode | None` function, so tests are deterministic.
 With `max_per_second` it also enforces a provider's rate limit: a request
 beyond that many in the last second gets 429 with `Retry-After`. Arrival times
@@ -21,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("429", "500", "slow", "empty", "not_json")
+FATAL_FAULTS = ("400", "401", "403", "404")
 
 Reply = Callable[[list[dict[str, Any]]], str]
 Fault = Callable[[list[dict[str, Any]], int], str | None]
@@ -98,6 +101,10 @@ class FakeOpenAIServer:
                         {"error": {"message": "rate limited", "type": "rate_limit"}},
                         {"Retry-After": server.retry_after},
                     )
+                if mode in FATAL_FAULTS:
+                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    message = f"request rejected; the key you sent was {key}"
+                    return self._send(int(mode), {"error": {"message": message, "type": "invalid_request_error"}})
                 if mode == "500":
                     return self._send(500, {"error": {"message": "internal error", "type": "server_error"}})
                 if mode == "slow":

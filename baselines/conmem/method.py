@@ -66,7 +66,7 @@ import numpy as np
 from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params
-from aecg_bench.types import Episode, MemoryItem, RecallQuery
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, task_text
 from baselines.conmem import prompts as P
 from baselines.conmem.cards import (
     SECTIONS,
@@ -154,7 +154,9 @@ class ConMem(MemoryMethod):
         if not self.store.cards or p.top_k == 0:
             return []
         task = query.task.instruction
-        query_text = f"{task}\n{query.context}".strip()
+        query_text = task_text(query.task, query.context)
+        if query_text == task:  # not a conversation: the task, then the current context
+            query_text = f"{task}\n{query.context}".strip()
         qvec = self.store.index.embed(query_text)
         activated = retrieve(self.store, query_text, qvec, task_needs(query_text, query.task.benchmark), p)
         if not activated:

@@ -2,31 +2,36 @@
 (EDV paper, arXiv 2606.24428, sec. 5.4: "inject erroneous yet internally coherent experiences
 (e.g., incorrect payment rules) accounting for 10% of the total memory volume").
 
-It is ReasoningBank unchanged, plus one step at every `observe`: while the
-injected items are less than `fraction` of all stored items, one injected
-entry is added through ReasoningBank's `add_external` (origin
-"contamination", so analyses can tell injected from induced entries). The
-check uses the memory as it was before the observed task's own entry, so the
-injected share trails by at most one entry; at most one injection per task
-keeps it bounded, and the share stays at about `fraction` throughout
-construction, in both protocols.
+It is ReasoningBank unchanged except that every so often an observed task's
+entry is contaminated: stored with wrong items instead of the ones ReasoningBank
+would distil, filed under that task's own retrieval key and task id (origin
+"contamination"). A task is contaminated when one more injected entry keeps
+the injected share of entries at or below `fraction`: tasks 10, 20, 30, ... at
+10%. So an injected entry competes for retrieval exactly as a real entry of a
+real task does, and its chance of being recalled is its share of memory.
+(Filing injected items under the exact key of a real entry, with ties kept in
+insertion order and top_k = 1, would mean the real entry always wins and the
+injection never reaches an agent.)
 
 Where the wrong experience comes from (`source`):
-- `llm` (default): the newest induced entry's items are rewritten by an LLM
-  call (role `contaminator`) into fluent, specific, confident items that state
-  a wrong rule for the same situation (reversed conditions, the action that
-  failed recommended, wrong tool arguments). The injected entry is filed under
-  the same task query, so it is retrieved for the same tasks as the original.
-- `file`: items from a JSONL file (one {"title", "description", "content"} per
-  line), taken in order and cycled, filed under the observed task's query;
-  for hand-written rules like the paper's payment rules.
+- `file` (default): items from a JSONL file (one {"title", "description",
+  "content"} per line), taken in order and cycled, `max_items` per injected
+  entry. The default file, data/contamination/retail_wrong_payment_rules.jsonl,
+  holds hand-written wrong payment rules for tau2's RETAIL policy, the paper's
+  example (its README names the policy rule each one contradicts). The file's
+  sha256 is in the method's description, hence in the run identity.
+- `llm`: the task's own distilled items are rewritten by an LLM call (role
+  `contaminator`) into fluent, specific, confident items that state a wrong
+  rule for the same situation. If the rewrite does not parse, the real items
+  are stored (audited), so no task's experience is lost.
 
 Hyperparameters: fraction 0.1 (sec. 5.4); everything else is ReasoningBank's.
-Deviation: the paper does not say how its wrong experiences were written.
+Deviation: the paper does not publish its injected items or how they were written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -54,68 +59,83 @@ Output format, once per item:
 ## Content <1-3 sentences>"""
 
 
+DEFAULT_ITEMS = Path(__file__).resolve().parents[2] / "data" / "contamination" / "retail_wrong_payment_rules.jsonl"
+
+
 class ContaminationParams(ReasoningBankParams):
-    fraction: float = Field(0.1, ge=0.0, lt=1.0, description="injected share of stored items (paper: 10%)")
-    source: Literal["llm", "file"] = Field("llm", description="llm: corrupt induced items | file: JSONL items")
+    fraction: float = Field(0.1, ge=0.0, lt=1.0, description="injected share of stored entries (paper: 10%)")
+    source: Literal["llm", "file"] = Field("file", description="file: JSONL items | llm: corrupt distilled items")
     items_file: str | None = Field(None, description="source=file: JSONL of {title, description, content}")
     corrupt_temperature: float = Field(0.7, ge=0)
 
 
 class ContaminatedReasoningBank(ReasoningBank):
     name = "reasoningbank_contaminated"
-    version = "1"
+    version = "2"
     Params = ContaminationParams
     params: ContaminationParams
 
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
         super().__init__(params, services=services)
         self._file_items: list[ReasoningItem] = []
+        self._file = Path(self.params.items_file).expanduser() if self.params.items_file else DEFAULT_ITEMS
         if self.params.source == "file":
-            self._file_items = load_items(self.params.items_file)
+            self._file_items = load_items(self._file)
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.params.source == "file":
+            out["items_file_sha256"] = hashlib.sha256(self._file.read_bytes()).hexdigest()
+        return out
 
     def observe(self, episode: Episode) -> None:
-        """ReasoningBank's observe, plus one injection when the injected share is below `fraction`.
-
-        The injection is decided and written (its LLM call included) before ReasoningBank's
-        own extraction changes anything, and stored after it, so a provider failure anywhere
-        leaves the memory as it was."""
-        planned = self._plan_injection(episode)
-        super().observe(episode)
-        if planned is not None:
-            self._inject(*planned)
-
-    def _plan_injection(self, episode: Episode) -> tuple[str, list[ReasoningItem], str | None] | None:
-        if self.injected_items() >= self.params.fraction * self.item_count() or not self.item_count():
-            return None
+        """ReasoningBank's observe, or, when this task is due, its entry stored with wrong items.
+        Every LLM call happens before anything is stored, so a provider failure changes nothing."""
+        if not self._due():
+            super().observe(episode)
+            return
         if self.params.source == "file":
-            start = self.injected_items() % len(self._file_items)
-            items = (self._file_items[start:] + self._file_items[:start])[: self.params.max_items]
-            return episode.task.instruction, items, None
-        source = [e for e in self.entries.values() if e["origin"] != ORIGIN][-1]
+            start = (self.injected_entries() * self.params.max_items) % len(self._file_items)
+            cycled = self._file_items[start:] + self._file_items[:start]
+            self._inject(episode, (cycled * self.params.max_items)[: self.params.max_items])
+            return
+        real = self.extract(episode)
+        if not real:
+            return
+        wrong = self._corrupt(episode, real)
+        if wrong:
+            self._inject(episode, wrong)
+        else:
+            self.insert_induced(episode, real)
+
+    def _due(self) -> bool:
+        """One more injected entry keeps the injected share of entries at or below `fraction`."""
+        return self.injected_entries() + 1 <= self.params.fraction * (len(self.entries) + 1) + 1e-9
+
+    def _corrupt(self, episode: Episode, items: list[ReasoningItem]) -> list[ReasoningItem] | None:
         original = "\n\n".join(
-            f"# Memory Item {i + 1}\n## Title {it['title']}\n## Description {it['description']}\n"
-            f"## Content {it['content']}"
-            for i, it in enumerate(source["items"])
+            f"# Memory Item {i + 1}\n## Title {it.title}\n## Description {it.description}\n## Content {it.content}"
+            for i, it in enumerate(items)
         )
         reply = ask(
             self,
             system=CORRUPT_SYSTEM,
-            user=f"**Task:** {source['query']}\n\n{original}",
+            user=f"**Task:** {episode.task.instruction}\n\n{original}",
             purpose="contaminate",
             role="contaminator",
             max_tokens=self.params.extract_max_tokens,
             temperature=self.params.corrupt_temperature,
         )
-        items = parse_items(reply)[: self.params.max_items]
-        if not items:
+        wrong = parse_items(reply)[: self.params.max_items]
+        if not wrong:
             skip(self, "contaminate", reply, task=episode.task.id)
-            return None
-        return source["query"], items, source["id"]
+        return wrong or None
 
-    def _inject(self, query: str, items: list[ReasoningItem], source_entry: str | None) -> None:
-        n = sum(e["origin"] == ORIGIN for e in self.entries.values())
-        eid = self.add_external(query, items, origin=ORIGIN, task_id=f"{ORIGIN}-{n}")
-        self.entries[eid]["source_entry"] = source_entry
+    def _inject(self, episode: Episode, items: list[ReasoningItem]) -> None:
+        self.add_external(self.stored_key(episode), items, origin=ORIGIN, task_id=episode.task.id)
+
+    def injected_entries(self) -> int:
+        return sum(e["origin"] == ORIGIN for e in self.entries.values())
 
     def injected_items(self) -> int:
         return sum(len(e["items"]) for e in self.entries.values() if e["origin"] == ORIGIN)
@@ -124,7 +144,7 @@ class ContaminatedReasoningBank(ReasoningBank):
         return {**super().stats(), "injected_items": float(self.injected_items())}
 
 
-def load_items(path: str | None) -> list[ReasoningItem]:
+def load_items(path: str | Path | None) -> list[ReasoningItem]:
     """Items of a JSONL file; a clear error for a missing file or a bad line."""
     if not path:
         raise ConfigError(

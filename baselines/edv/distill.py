@@ -1,12 +1,15 @@
 """Distill (EDV sec. 4.3, Appendix B.1): one model compares the candidates and writes memory items.
 
 The distiller (by default a pool model outside the execution group: the
-"third party") sees the task and every candidate trajectory with the run's
-outcome label for it, picks the best under Compliance > Accuracy >
-Efficiency, and writes at most `max_items` items (Title, Description,
-Content). A reply without a parsable item yields no candidates (audited by the
-caller); an unparsable "Best:" line leaves the selection empty but keeps the
-items.
+"third party") sees the task and every candidate trajectory (without outcome
+labels unless `show_outcome`: the paper's setting has no ground truth), picks
+the best under Compliance > Accuracy > Efficiency, assesses each candidate as
+success or failure (its "Assessment:" line; Figure 3: the distiller "updates
+the ability matrix", sec. 4.5: the matrix "is derived from agent performance
+statistics during the Distill stage"), and writes at most `max_items` items
+(Title, Description, Content). A reply without a parsable item yields no
+candidates (audited by the caller); an unparsable "Best:" or "Assessment:"
+line leaves that part empty but keeps the items.
 
 `max_items` is 3: the paper says "a small set"; 3 is ReasoningBank's bound,
 the method EDV is compared with.
@@ -25,6 +28,8 @@ from baselines.llm_calls import ask
 from baselines.reasoningbank import ReasoningItem, parse_items
 
 _BEST = re.compile(r"best\s*(?:candidate)?\s*[:=]\s*\**\s*(?:candidate\s*)?#?(\d+)", re.I)
+_ASSESSMENT_LINE = re.compile(r"^\s*assessment\s*:\s*(.+)$", re.I | re.M)
+_ASSESSED = re.compile(r"#?(\d+)\s*[=:]\s*\**\s*(success|failure)", re.I)
 _ANALYSIS = re.compile(r"^\s*analysis\s*:\s*(.+)$", re.I | re.M)
 
 
@@ -33,6 +38,7 @@ class Distilled:
     best: int | None  # candidate number, 1-based
     items: tuple[ReasoningItem, ...]
     analysis: str
+    assessed: dict[int, bool]  # candidate number -> the distiller's success verdict
     reply: str | None
 
 
@@ -67,10 +73,17 @@ def distill(
 
 def parse_distilled(reply: str | None, n_candidates: int, max_items: int) -> Distilled:
     if not reply:
-        return Distilled(None, (), "", reply)
+        return Distilled(None, (), "", {}, reply)
     found = _BEST.search(reply)
     best = int(found.group(1)) if found else None
     if best is not None and not 1 <= best <= n_candidates:
         best = None
     analysis = _ANALYSIS.search(reply)
-    return Distilled(best, tuple(parse_items(reply)[:max_items]), analysis.group(1)[:500] if analysis else "", reply)
+    line = _ASSESSMENT_LINE.search(reply)
+    assessed = {
+        int(n): verdict.lower() == "success"
+        for n, verdict in (_ASSESSED.findall(line.group(1)) if line else [])
+        if 1 <= int(n) <= n_candidates
+    }
+    items = tuple(parse_items(reply)[:max_items])
+    return Distilled(best, items, analysis.group(1)[:500] if analysis else "", assessed, reply)

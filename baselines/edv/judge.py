@@ -36,7 +36,9 @@ _BEST = re.compile(r"best\s*(?:attempt)?\s*[:=]\s*\**\s*(?:attempt\s*)?#?(\d+)",
 class JudgeParams(Params):
     pool: list[str] | None = Field(None, description="model labels that answer; None = every configured model")
     judge_model: str | None = Field(None, description="model label of the judge; None = role 'adjudicator'/default")
-    max_trajectory_chars: int = Field(8000, ge=400, description="all attempts together in the judge's prompt")
+    max_chars_per_candidate: int = Field(
+        6000, ge=200, description="each attempt in the judge's prompt (ReasoningBank's extractor: 6000 for its one)"
+    )
     judge_max_tokens: int | None = Field(None, ge=16, description="None = the judge model's own max_tokens")
 
 
@@ -65,7 +67,7 @@ class JudgeEnsemble(NoMemory):
         if len(results) == 1:
             return results[0]
         candidates = [Candidate(i + 1, f"attempt {i + 1}", ep.trajectory, "") for i, (ep, _) in enumerate(results)]
-        system, user = judge_messages(task, candidates, max_chars=self.params.max_trajectory_chars)
+        system, user = judge_messages(task, candidates, max_chars=self.params.max_chars_per_candidate)
         assert self.services.llm is not None
         spec = self.services.llm.model_for("adjudicator", self.params.judge_model)
         reply = ask(

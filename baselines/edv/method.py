@@ -7,8 +7,10 @@ per task, a role assignment drawn from (seed, task, visit) (`pool`); the
 executors run the task, `candidates_per_executor` rollouts each (`execute`);
 the distiller compares the candidates and writes memory items (`distill`);
 every verifier votes on every item and the votes route it to the shared bank,
-the approvers' private banks, or nowhere (`verify`). The executors' outcomes
-update the Ability Matrix (`ability`). Nothing changes until every LLM call of
+the approvers' private banks, or nowhere (`verify`). The distiller's
+assessment of each candidate updates the Ability Matrix (`ability`); no
+outcome label reaches construction unless `show_outcomes` / `ability_from:
+labels` ask for it (the `edv_labelled` variant). Nothing changes until every LLM call of
 the task has returned: the state and the audit events (assignment, every
 candidate, the distiller's selection, every vote with its rationale, every
 admission and discard) are committed together at the end, so a provider
@@ -66,9 +68,10 @@ from baselines.edv.distill import distill
 from baselines.edv.execute import Executed, execute
 from baselines.edv.pool import Assignment, DistillBy, Pool, StagePlan, VerifyBy
 from baselines.edv.verify import BankMode, Verdict, verify_items
-from baselines.index import embedder_of
+from baselines.index import RetrievalKey, embedder_of, task_key
 
 Routing = Literal["ability", "fixed", "best_overall"]
+AbilitySource = Literal["distiller", "labels"]
 
 
 class EDVParams(Params):
@@ -82,7 +85,10 @@ class EDVParams(Params):
     verify_by: VerifyBy = Field("executors", description="executors | distiller | external | none")
     execute_with_memory: bool = Field(False, description="executors recall while constructing (official code: no)")
     show_outcomes: bool = Field(
-        True, description="show the run's outcome label of each candidate to distiller/verifiers"
+        False, description="show the run's outcome label of each candidate to distiller/verifiers (paper: no)"
+    )
+    ability_from: AbilitySource = Field(
+        "distiller", description="what updates the Ability Matrix: distiller (its assessment; paper) | labels"
     )
     max_items: int = Field(3, ge=1, description="memory items per distillation")
     # temperatures (None = each model's own temperature from the model config)
@@ -92,7 +98,9 @@ class EDVParams(Params):
     solve_temperature: float | None = Field(None, ge=0)
     distill_max_tokens: int | None = Field(None, ge=32, description="None = the model's own max_tokens")
     verify_max_tokens: int | None = Field(None, ge=16, description="None = the model's own max_tokens")
-    max_trajectory_chars: int = Field(8000, ge=400, description="all candidates together, in each prompt")
+    max_chars_per_candidate: int = Field(
+        6000, ge=200, description="each candidate trajectory in each prompt (ReasoningBank's extractor: 6000)"
+    )
     # storage, routing and retrieval (Table 5's knobs)
     banks: BankMode = Field("hierarchical", description="hierarchical | shared_only | private_only")
     routing: Routing = Field("ability", description="ability (matrix per task type) | fixed | best_overall")
@@ -100,6 +108,10 @@ class EDVParams(Params):
     shared_threshold: float = Field(0.80, ge=-1, le=1, description="cosine for the shared bank (paper: 0.80)")
     private_threshold: float = Field(0.85, ge=-1, le=1, description="cosine for private banks (paper: 0.85)")
     index_text: IndexText = Field("task", description="what is embedded per item: task | item | task+item")
+    retrieval_key: RetrievalKey = Field(
+        "instruction+observation",
+        description="a task's key: instruction + opening (stored) / current (recalled) observation | instruction",
+    )
     exclude_same_task: bool = Field(True, description="never recall items distilled from the task being solved")
     prior_strength: float = Field(2.0, gt=0, description="Ability Matrix prior pseudo-observations")
     confidence: float = Field(1.0, ge=0, description="Ability Matrix ranks by mean - confidence * sd")
@@ -107,6 +119,7 @@ class EDVParams(Params):
 
 class EDVMemory(MemoryMethod):
     name = "edv"
+    paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "1"
     Params = EDVParams
     params: EDVParams
@@ -162,7 +175,7 @@ class EDVMemory(MemoryMethod):
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         p = self.params
         hits = self.banks.retrieve(
-            query.task.instruction,
+            task_key(query.task, query.context, p.retrieval_key),
             task_id=query.task.id,
             solver=self._acting,
             k=p.top_k,
@@ -216,7 +229,7 @@ class EDVMemory(MemoryMethod):
             distiller=assignment.distiller,
             temperature=self.pool.temperature(assignment.distiller, "distill"),
             max_items=p.max_items,
-            max_chars=p.max_trajectory_chars,
+            max_chars=p.max_chars_per_candidate,
             max_tokens=self._max_tokens(assignment.distiller, p.distill_max_tokens),
             show_outcome=p.show_outcomes,
         )
@@ -227,6 +240,7 @@ class EDVMemory(MemoryMethod):
                     "task": task.id,
                     "distiller": assignment.distiller,
                     "best": distilled.best,
+                    "assessment": {str(k): v for k, v in sorted(distilled.assessed.items())},
                     "n_items": len(distilled.items),
                     "analysis": distilled.analysis,
                     **({} if distilled.items else {"reason": "unparsable", "reply": (distilled.reply or "")[:500]}),
@@ -243,27 +257,46 @@ class EDVMemory(MemoryMethod):
             mode=p.banks,
             temperature=lambda v: self.pool.temperature(v, "verify"),
             max_tokens=lambda v: self._max_tokens(v, p.verify_max_tokens),
-            max_chars=p.max_trajectory_chars,
+            max_chars=p.max_chars_per_candidate,
             show_outcome=p.show_outcomes,
         )
-        self._commit(task, visit, assignment, executed, distilled.best, verdicts, events)
+        assessed = self._ability_evidence(executed, distilled.assessed)
+        opening = executed[0].episode.trajectory.initial_observation if executed else ""
+        self._commit(task, visit, assignment, assessed, distilled.best, verdicts, events, opening)
+
+    def _ability_evidence(self, executed: list[Executed], assessed: dict[int, bool]) -> list[tuple[str, bool]]:
+        """(model, success) pairs the Ability Matrix learns from: the distiller's assessment of each
+        candidate (paper), or the run's outcome labels (`ability_from: labels`)."""
+        if self.params.ability_from == "labels":
+            return [(e.model, bool(e.episode.outcome.success)) for e in executed if e.episode.outcome.success is not None]
+        return [(e.model, assessed[e.candidate.number]) for e in executed if e.candidate.number in assessed]
 
     def _commit(
         self,
         task: Task,
         visit: int,
         assignment: Assignment,
-        executed: list[Executed],
+        assessed: list[tuple[str, bool]],
         best: int | None,
         verdicts: list[Verdict],
         events: list[tuple[str, dict[str, Any]]],
+        opening: str,
     ) -> None:
         """Every state change and audit event of one construction, after all its LLM calls."""
         task_type = task_type_of(task)
-        for e in executed:
-            if e.episode.outcome.success is not None:
-                self.ability.update(e.model, task_type, bool(e.episode.outcome.success))
-        events.append(("ability", {"task_type": task_type, "matrix": self.ability.snapshot(self.pool.members)}))
+        for model, success in assessed:
+            self.ability.update(model, task_type, success)
+        events.append(
+            (
+                "ability",
+                {
+                    "task_type": task_type,
+                    "source": self.params.ability_from,
+                    "evidence": [[m, s] for m, s in assessed],
+                    "matrix": self.ability.snapshot(self.pool.members),
+                },
+            )
+        )
         for n, verdict in enumerate(verdicts):
             item_id = f"edv-{self.next_id}"
             self.next_id += 1
@@ -292,7 +325,7 @@ class EDVMemory(MemoryMethod):
                     "content": item.content,
                     "task_id": task.id,
                     "task_type": task_type,
-                    "query": task.instruction,
+                    "query": task_key(task, opening, self.params.retrieval_key),
                     "bank": verdict.destination,
                     "owners": list(verdict.owners),
                     "distiller": assignment.distiller,

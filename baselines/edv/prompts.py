@@ -47,9 +47,13 @@ no generic advice such as "read carefully" or "double-check";
 what to do instead;
 - transfer: no task-specific names, numbers or identifiers.
 {tool_section}
+Objective 3 - assess each candidate: did it complete the task correctly while following the rules? \
+Judge only from what it did and observed; no outcome labels are given.
+
 Reply in exactly this format:
 Analysis: <one paragraph comparing the candidates>
 Best: <candidate number>
+Assessment: {assessment_format}
 # Memory Item 1
 ## Title <a short identifier>
 ## Description <one sentence>
@@ -107,12 +111,12 @@ def render_tools(task: Task) -> str:
 
 
 def render_candidates(candidates: Sequence[Candidate], max_chars: int, *, show_outcome: bool) -> str:
-    """Each candidate's trajectory, clipped so that all of them fit `max_chars` together."""
-    per = max(200, max_chars // max(1, len(candidates)))
+    """Each candidate's trajectory, clipped to `max_chars` each: every trajectory gets the budget
+    ReasoningBank's extractor gets for its one, however many candidates there are."""
     blocks = []
     for c in candidates:
         head = f"### Candidate {c.number} ({c.executor}" + (f"; outcome: {c.outcome})" if show_outcome else ")")
-        blocks.append(f"{head}\n{render_trajectory(c.trajectory, max_chars=per)}")
+        blocks.append(f"{head}\n{render_trajectory(c.trajectory, max_chars=max_chars)}")
     return "\n\n".join(blocks)
 
 
@@ -121,7 +125,10 @@ def distill_messages(
 ) -> tuple[str, str]:
     """(system, user) of the distiller's call."""
     tools = DISTILL_TOOLS.format(tools=render_tools(task)) if task.tools else ""
-    system = DISTILL_SYSTEM.format(n=len(candidates), max_items=max_items, tool_section=tools)
+    assessment = "; ".join(f"{c.number}=<success|failure>" for c in candidates)
+    system = DISTILL_SYSTEM.format(
+        n=len(candidates), max_items=max_items, tool_section=tools, assessment_format=assessment
+    )
     user = (
         f"## Task\n{task.instruction.strip()}\n\n## Candidates\n"
         f"{render_candidates(candidates, max_chars, show_outcome=show_outcome)}"
@@ -143,9 +150,9 @@ def verify_messages(
 
 
 def judge_messages(task: Task, candidates: Sequence[Candidate], *, max_chars: int) -> tuple[str, str]:
-    """(system, user) of the Judge baseline's adjudication; attempts carry no outcome."""
+    """(system, user) of the Judge baseline's adjudication; attempts carry no outcome; `max_chars` each."""
     blocks = [
-        f"### Attempt {c.number}\n{render_trajectory(c.trajectory, max_chars=max(200, max_chars // len(candidates)))}"
+        f"### Attempt {c.number}\n{render_trajectory(c.trajectory, max_chars=max_chars)}"
         for c in candidates
     ]
     user = f"## Task\n{task.instruction.strip()}\n\n## Attempts\n" + "\n\n".join(blocks)
@@ -161,11 +168,16 @@ def _choice(n: int) -> str:
     return " | ".join(f'"{i}"' for i in range(1, n + 1))
 
 
+def _assessment(n: int) -> str:
+    return ' "; " '.join(f'"{i}=" verdict' for i in range(1, n + 1))
+
+
 def distill_grammar(n_candidates: int, max_items: int) -> str:
     items = " ".join(["item"] + ["item?"] * (max_items - 1))
     return "\n".join(
         [
-            f'root ::= "Analysis: " line "\\nBest: " ({_choice(n_candidates)}) "\\n" {items}',
+            f'root ::= "Analysis: " line "\\nBest: " ({_choice(n_candidates)}) "\\nAssessment: " {_assessment(n_candidates)} "\\n" {items}',
+            'verdict ::= "success" | "failure"',
             'item ::= "# Memory Item\\n## Title " line "\\n## Description " line "\\n## Content " line "\\n"',
             _LINE,
         ]

@@ -38,6 +38,7 @@ class RouterParams(Params):
 
 class AbilityRouter(MemoryMethod):
     name = "router"
+    paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "1"
     Params = RouterParams
     params: RouterParams

@@ -93,7 +93,7 @@ import numpy as np
 from pydantic import Field
 
 from aecg_bench.contracts import MemoryMethod, MemoryServices, Params
-from aecg_bench.types import Episode, MemoryItem, RecallQuery
+from aecg_bench.types import Episode, MemoryItem, RecallQuery, task_text
 from baselines.g_memory import prompts as P
 from baselines.g_memory.insights import InsightBook, parse_operations
 from baselines.g_memory.task_graph import TaskGraph
@@ -167,7 +167,7 @@ class GMemory(MemoryMethod):
         if not self.trials:
             return []
         p = self.params
-        task = query.task.instruction
+        task = task_text(query.task, query.context)
         qvec = self.index.embed(task)
         ranking = self.index.rank(qvec)  # one scan serves every search of this recall
         successes, failures = self._retrieve_trials(qvec, 2 * p.successful_topk, 2 * p.failed_topk, ranking)
@@ -269,7 +269,7 @@ class GMemory(MemoryMethod):
             self.audit.record("skip", purpose="store", reason="no_label", task=episode.task.id)
             return
         traj = episode.trajectory
-        task_main = episode.task.instruction
+        task_main = task_text(episode.task, traj.initial_observation)
         shown = render_trajectory(traj, max_chars=self.params.max_trajectory_chars, skip_negative_reward=True)
         clean = re.sub(r"\d+", "", shown) if self.params.strip_digits else shown
         key_steps = self._ask_text(P.KEY_STEPS_SYSTEM, P.KEY_STEPS_USER, "key_steps", task_main, clean)

@@ -13,10 +13,12 @@ from pydantic import Field
 from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Episode, Level, MemoryItem, Task, Trajectory
 from frameworks.agentnet.network import Network, Rates
-from frameworks.agentnet.routing import HANDOVER, parse_route, router_prompt
+from frameworks.agentnet.routing import HANDOVER, Route, grammar, parse_reply, router_prompt
 from frameworks.base import (
     ACT_INSTRUCTIONS,
+    ENDINGS,
     Decider,
+    Decision,
     EnvLoop,
     Transcript,
     action_from_completion,
@@ -24,49 +26,68 @@ from frameworks.base import (
     with_notes,
 )
 
-EXECUTOR = "You are the executor of {agent} in a decentralized network of agents."
+EXECUTOR = (
+    "You are the executor of {agent} in a decentralized network of agents. Based on the task and its "
+    "progress, execute your part and contribute toward the system's main objective."
+)
 
 
 class AgentNetParams(Params):
     agents: int = Field(3, ge=1, le=16, description="agents in the network, each with a router and an executor")
-    max_hops: int = Field(3, ge=0, description="forwards along one routing path (bounds path length)")
-    split: bool = Field(True, description="routers may split the whole task into parts")
-    max_subtasks: int = Field(3, ge=2, le=8, description="parts of one split")
+    max_hops: int = Field(
+        3, ge=0, description="forwards before an agent must execute or split (forward_path_max_length)"
+    )
+    max_executions: int = Field(5, ge=1, description="executions (split parts) along one task's relay")
+    split: bool = Field(True, description="routers may split: do a part, then pass the rest on")
     evolve: bool = Field(True, description="abilities and edge weights follow outcomes across tasks")
+    rule: Literal["paper", "code"] = Field(
+        "paper", description="paper: moving averages (eqs. 2, 10); code: the released code's +0.1 / x1.1 / x0.9"
+    )
     learn_from: Literal["reward", "outcome"] = Field(
         "outcome",
         description="outcome: the labelled Outcome (environment or judge, as memory methods see it); "
         "reward: the best reward the environment showed in the trajectory",
     )
-    initial_ability: float = Field(0.5, ge=0.0, le=1.0)
-    initial_weight: float = Field(0.5, ge=0.0, le=1.0)
-    ability_rate: float = Field(0.2, ge=0.0, le=1.0, description="EMA rate of an executor's ability update")
-    weight_rate: float = Field(0.2, ge=0.0, le=1.0, description="EMA rate of a used edge's weight update")
-    prune_below: float = Field(0.1, ge=0.0, le=1.0, description="edges below this weight are cut")
-    experience_pools: bool = Field(
-        False, description="AgentNet's own router/executor pools (off when comparing memory methods)"
+    initial_ability: float = Field(0.6, ge=0.0, le=2.0, description="every agent's starting ability (identical start)")
+    initial_abilities: list[float] | None = Field(
+        None, description="differentiated start: one starting ability per agent (overrides initial_ability)"
     )
-    pool_size: int = Field(20, ge=1, description="fragments kept per agent and pool")
-    pool_k: int = Field(2, ge=1, description="fragments recalled into a router or executor prompt")
+    models: list[str] | None = Field(
+        None, description="model label per agent (LLM heterogeneity); default: the run's agent model for all"
+    )
+    initial_weight: float = Field(1.0, ge=0.0, le=2.0)
+    ability_decay: float = Field(0.9, ge=0.0, le=1.0, description="paper rule: beta of eq. (10)")
+    weight_decay: float = Field(0.9, ge=0.0, le=1.0, description="paper rule: alpha of eq. (2)")
+    ability_gain: float = Field(0.1, ge=0.0, description="code rule: ability gained per successful execution")
+    prune_at: float = Field(0.3, ge=0.0, description="edges at or below this weight are cut")
+    min_forward_ability: float = Field(0.5, ge=0.0, description="a forward target needs at least this ability")
+    route_retries: int = Field(1, ge=0, le=3, description="re-asks of a router whose reply does not parse")
+    experience_pools: bool = Field(
+        False, description="AgentNet's own router/executor pools (off: No-Memory keeps no cross-task memory)"
+    )
+    pool_size: int = Field(40, ge=1, description="fragments kept per agent and pool")
+    pool_k: int = Field(3, ge=1, description="fragments recalled into a router or executor prompt")
     history_window: int = Field(8, ge=0, description="recent steps shown in each step prompt")
     max_steps: int | None = Field(None, ge=1, description="cap below the task's own step limit")
 
 
 @dataclass
 class _Run:
-    """One task's routing and execution state; `record` is stored in the trajectory's metadata."""
+    """One task's relay state; `record` is stored in the trajectory's metadata."""
 
     task: Task
     decider: Decider
     loop: EnvLoop
     transcript: Transcript
     record: dict[str, Any] = field(default_factory=dict)
+    progress: list[tuple[str, str]] = field(default_factory=list)  # (agent, result of its part)
     note: str = ""
+    pending: Decision | None = None  # answer tasks: the latest part's result, submitted when the relay ends
 
 
 class AgentNetFramework(Framework):
     name = "agentnet"
-    version = "1"
+    version = "2"
     Params = AgentNetParams
 
     def __init__(self, params: Any = None) -> None:
@@ -75,7 +96,18 @@ class AgentNetFramework(Framework):
 
     def _rates(self) -> Rates:
         p = self.params
-        return Rates(p.initial_ability, p.initial_weight, p.ability_rate, p.weight_rate, p.prune_below, p.pool_size)
+        starts = tuple(p.initial_abilities) if p.initial_abilities else (p.initial_ability,)
+        return Rates(
+            starts,
+            p.initial_weight,
+            p.rule,
+            p.ability_decay,
+            p.weight_decay,
+            p.ability_gain,
+            p.prune_at,
+            p.min_forward_ability,
+            p.pool_size,
+        )
 
     # -- cross-task state ----------------------------------------------------
 
@@ -114,152 +146,196 @@ class AgentNetFramework(Framework):
     # -- one task --------------------------------------------------------------
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
+        """The relay (AgentNet experiment.py `solve_a_single_task`): the holder's router forwards,
+        executes or splits; after a split part its router names the next agent or declares completion."""
+        p, net, task_type = self.params, self.network, task.task_type
         traj = ctx.trajectory
-        loop = EnvLoop(env, task, traj, ctx, self.params.max_steps)
-        run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, self.params.history_window))
+        loop = EnvLoop(env, task, traj, ctx, p.max_steps)
+        run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, p.history_window))
         run.transcript.start(loop.reset())
-        entry = self.network.entry(task.task_type)
-        run.record = {"entry": entry, "routes": [], "parts": [], "edges_used": [], "invalid_routes": 0}
+        holder = net.entry(task_type, ctx.rng)
+        run.record = {
+            "entry": holder,
+            "abilities": {a: round(net.ability(a, task_type), 6) for a in net.agents},  # as this task found them
+            "routes": [],
+            "executions": [],
+            "edges_used": [],
+            "unparsed_routes": 0,
+        }
         traj.metadata["agentnet"] = run.record
-        parts = self._route(run, entry, task.instruction, "team", (), [entry], allow_split=self.params.split)
-        run.record["parts"] = [{**part, "index": k, "of": len(parts)} for k, part in enumerate(parts)]
-        self._execute(run)
+        hops, path, parent, level, what = p.max_hops, [holder], None, "team", task.instruction
+        while not loop.finished:
+            can_forward = hops > 0 and bool(net.neighbours(holder, set(path)))
+            can_split = (
+                p.split and len(run.record["executions"]) + 1 < p.max_executions and bool(net.neighbours(holder, set()))
+            )
+            offered = ("execute", *(("forward",) if can_forward else ()), *(("split",) if can_split else ()))
+            if offered == ("execute",):  # nothing to decide: the holder executes without a router call
+                route = Route("execute")
+            else:
+                route, parent = self._ask(run, holder, level, offered, parent, what, set(path))
+            if route.kind == "forward":
+                target = net.redirect(holder, route.target, task_type, set(path))
+                if target is not None:
+                    run.record["edges_used"].append([holder, target])
+                    hops, holder = hops - 1, target
+                    path.append(target)
+                    continue
+            last = route.kind != "split"
+            parent = self._execute(run, holder, route.text if not last else what, parent, last)
+            if last or loop.finished:
+                break
+            nxt, parent = self._ask(run, holder, "event", ("complete", "incomplete"), parent, what, {holder})
+            target = net.redirect(holder, nxt.target, task_type, {holder}) if nxt.kind == "incomplete" else None
+            if nxt.kind == "complete":
+                break
+            if target is None:  # unparsed, or nobody to pass to: the holder finishes the task itself
+                parent = self._execute(run, holder, what, parent, last=True)
+                break
+            run.record["edges_used"].append([holder, target])
+            holder, hops, path, level, what = target, p.max_hops, [target], "event", nxt.text or what
+        if run.pending is not None and not loop.finished:  # answer task: the relay's latest result is the answer
+            self._act(run, run.pending)
         loop.close_out()
         return traj
 
-    def _route(
+    def _ask(
         self,
         run: _Run,
         agent: str,
-        text: str,
         level: Level,
-        parents: tuple[str, ...],
-        path: list[str],
-        allow_split: bool,
-    ) -> list[dict[str, Any]]:
-        """Parts of `text` and who executes them, from `agent`'s router on; recursion depth <= max_hops."""
-        p, task_type = self.params, run.task.task_type
-        hops_left = p.max_hops - (len(path) - 1)
-        targets = self.network.neighbours(agent, task_type, set(path)) if hops_left > 0 else []
-        if not targets and not allow_split:  # nothing to decide: the agent executes
-            return [_part(agent, text, parents[0] if parents else None)]
-        offered = [(b, self.network.ability(b, task_type), self.network.weights[agent][b]) for b in targets]
-        what = "Task" if level == "team" else "Sub-task"
-        decision = run.decider.decide(
-            agent=agent,
-            role="router",
-            level=level,
-            system=router_prompt(
-                agent, task_type, self.network.ability(agent, task_type), offered, allow_split, p.max_subtasks
-            ),
-            parents=parents,
-            step=run.loop.steps_taken,
-            recall_context=text,
-            action_grammar=False,
-            framework_memory=self._pool(agent, "router", run.task, text),
-            **run.transcript.view(f"{what} to route: {text}", acting=False),
-        )
-        route = parse_route(decision.node.output, targets, allow_split, p.max_subtasks)
-        run.record["routes"].append(
-            {
-                "decision": decision.node.id,
-                "agent": agent,
-                "level": level,
-                "task": text,
-                "route": route.kind,
-                "detail": route.detail,
-                "valid": route.valid,
-            }
-        )
-        run.record["invalid_routes"] += int(not route.valid)
-        here = (decision.node.id,)
-        if route.kind == "forward":
-            run.record["edges_used"].append([agent, route.target])
-            return self._route(run, route.target, text, level, here, [*path, route.target], allow_split)
-        if route.kind == "execute":
-            return [_part(agent, text, decision.node.id)]
-        parts = [_part(agent, route.parts[0], decision.node.id)]
-        taken = {agent}
-        for sub in route.parts[1:]:
-            free = self.network.neighbours(agent, task_type, taken) or [agent]
-            target = free[0]
-            taken.add(target)
-            if target == agent:
-                parts.append(_part(agent, sub, decision.node.id))
+        offered: tuple[str, ...],
+        parent: str | None,
+        what: str,
+        exclude: set[str],
+    ) -> tuple[Route, str]:
+        """One router decision with its own grammar; an unparsable reply is re-asked `route_retries` times,
+        then recorded as `unparsed` (the caller keeps the task with `agent`)."""
+        net, task_type = self.network, run.task.task_type
+        shown = [
+            (b, net.ability(b, task_type), net.success_rate(b, task_type), net.weights[agent][b])
+            for b in net.neighbours(agent, exclude)
+        ]
+        own = (net.ability(agent, task_type), net.success_rate(agent, task_type))
+        system = router_prompt(agent, task_type, own, shown, offered, run.progress)
+        note = ""
+        for attempt in range(self.params.route_retries + 1):
+            label = "Task" if level == "team" else "Remaining task"
+            decision = run.decider.decide(
+                agent=agent,
+                role="router",
+                level=level,
+                system=system,
+                parents=tuple(i for i in (parent,) if i),
+                step=run.loop.steps_taken,
+                recall_context=what,
+                grammar=grammar(offered, [b for b, *_ in shown]),
+                action_grammar=False,
+                model=self._model(agent),
+                framework_memory=self._pool(agent, "router", run.task, what),
+                **run.transcript.view(f"{label} to route: {what}{note}", acting=False, ending=ENDINGS["router"]),
+            )
+            parent = decision.node.id
+            route = parse_reply(decision.node.output, offered)
+            run.record["routes"].append(
+                {
+                    "decision": decision.node.id,
+                    "agent": agent,
+                    "level": level,
+                    "task": what,
+                    "offered": list(offered),
+                    "route": route.kind,
+                    "target": route.target,
+                    "attempt": attempt,
+                }
+            )
+            if route.kind != "unparsed":
+                return route, parent
+            run.record["unparsed_routes"] += 1
+            note = f"\n\nYour previous reply could not be read: {decision.node.output[:200]!r}. Reply with one line."
+        return route, parent
+
+    def _execute(self, run: _Run, agent: str, part: str, parent: str | None, last: bool) -> str | None:
+        """`agent`'s executor works on `part`: to the end of the task (`last`), or within an even share of
+        the remaining steps until it hands over. Returns the part's last decision id."""
+        task, loop, p = run.task, run.loop, self.params
+        done = len(run.record["executions"])
+        ex = {"agent": agent, "task": part, "last": last, "decisions": 0, "steps": 0}
+        run.record["executions"].append(ex)
+        left = loop.max_steps - loop.steps_taken
+        budget = left if last else max(1, left // max(1, p.max_executions - done))
+        start, previous = loop.steps_taken, parent
+        while not loop.finished and loop.steps_taken - start < budget:
+            env_decision = loop.trajectory.steps[-1].decision_id if loop.trajectory.steps else None
+            intermediate = task.mode == "answer" and not last
+            decision = run.decider.decide(
+                agent=agent,
+                role="executor",
+                level="agent",
+                system=self._executor_prompt(task, agent, part, last, run.progress),
+                parents=tuple(dict.fromkeys(i for i in (previous, env_decision) if i)),
+                step=loop.steps_taken,
+                recall_context=run.transcript.observation,
+                tools=run.transcript.tools if task.mode == "conversation" else None,
+                model=self._model(agent),
+                framework_memory=self._pool(agent, "executor", task, part),
+                **run.transcript.view(run.note),
+            )
+            previous = decision.node.id
+            ex["decisions"] += 1
+            text = decision.completion.text
+            if intermediate:  # an answer task's part result: shown to the next agents, submitted if it is the last
+                run.pending = decision
+                run.progress.append((agent, text))
+                break
+            if not last and not decision.completion.tool_calls and text.strip().upper().startswith(HANDOVER):
+                run.progress.append((agent, f"did: {part}"))
+                break
+            if not self._act(run, decision):
+                if loop.finished:
+                    break
                 continue
-            run.record["edges_used"].append([agent, target])
-            parts += self._route(run, target, sub, "event", here, [agent, target], allow_split=False)
-        return parts
-
-    def _execute(self, run: _Run) -> None:
-        """Each part's executor acts in turn; a part's step budget is an even share of what is left."""
-        task, loop, parts = run.task, run.loop, run.record["parts"]
-        previous: str | None = None  # the last executor decision so far
-        for k, part in enumerate(parts):
-            if loop.finished:
-                return
-            last = k == len(parts) - 1
-            budget = loop.max_steps if last else max(1, (loop.max_steps - loop.steps_taken) // (len(parts) - k))
-            start, first = loop.steps_taken, True
-            while not loop.finished and loop.steps_taken - start < budget:
-                env_decision = loop.trajectory.steps[-1].decision_id if loop.trajectory.steps else None
-                intermediate = task.mode == "answer" and not last
-                decision = run.decider.decide(
-                    agent=part["agent"],
-                    role="executor",
-                    level="agent",
-                    system=self._executor_prompt(task, parts, k),
-                    parents=tuple(i for i in (part["decision"] if first else None, previous, env_decision) if i),
-                    step=loop.steps_taken,
-                    recall_context=run.transcript.observation,
-                    tools=run.transcript.tools if task.mode == "conversation" else None,
-                    action_grammar=not intermediate,
-                    framework_memory=self._pool(part["agent"], "executor", task, part["task"]),
-                    **run.transcript.view(run.note),
-                )
-                previous, first = decision.node.id, False
-                part["decisions"] += 1
-                if intermediate:  # a part's result for the later parts, not an answer yet
-                    part["result"] = decision.node.output
-                    break
-                text = decision.completion.text
-                if not last and not decision.completion.tool_calls and text.strip().upper().startswith(HANDOVER):
-                    break
-                action = action_from_completion(task, decision.completion)
-                if action is None:
-                    run.note = unparsable_note(task, text)
-                    if loop.unparsable(text):
-                        return
-                    continue
-                run.note = ""
-                run.decider.attach_action(decision.node, action)
-                run.transcript.record(action, loop.act(action, decision.node.id))
-            part["steps"] = loop.steps_taken - start
-
-    def _executor_prompt(self, task: Task, parts: list[dict[str, Any]], k: int) -> str:
-        part, last = parts[k], k == len(parts) - 1
-        lines = [EXECUTOR.format(agent=part["agent"])]
-        if len(parts) > 1:
-            lines.append(f"The task was split into {len(parts)} parts; yours is part {k + 1}: {part['task']}")
+        else:
             if not last:
-                lines.append(
-                    "Reply with your result for this part only."
-                    if task.mode == "answer"
-                    else f"When your part is done, reply {HANDOVER} instead of an action."
-                )
+                run.progress.append((agent, f"worked on: {part}"))
+        ex["steps"] = loop.steps_taken - start
+        return previous
+
+    def _act(self, run: _Run, decision: Decision) -> bool:
+        """Step the environment with the decision's action; False when the reply gave none."""
+        action = action_from_completion(run.task, decision.completion)
+        if action is None:
+            run.note = unparsable_note(run.task, decision.completion.text)
+            run.loop.unparsable(decision.completion.text)
+            return False
+        run.note = ""
+        run.pending = None
+        run.decider.attach_action(decision.node, action)
+        run.transcript.record(action, run.loop.act(action, decision.node.id))
+        return True
+
+    def _executor_prompt(self, task: Task, agent: str, part: str, last: bool, progress: list[tuple[str, str]]) -> str:
+        """After AgentNet config/setting.py EXECUTOR_SYSTEM_PROMPT / SPLIT_EXECUTOR_SYSTEM_PROMPT."""
+        lines = [EXECUTOR.format(agent=agent)]
+        if not last:
+            lines.append(f"Your part of the task: {part}")
+            lines.append(
+                "Reply with your result for this part; it need not be the final answer."
+                if task.mode == "answer"
+                else f"When your part is done, reply {HANDOVER} instead of an action."
+            )
         if last or task.mode != "answer":
             lines.append(ACT_INSTRUCTIONS[task.mode])
-        notes = [(p["agent"], p.get("result") or f"worked on part {p['index'] + 1}: {p['task']}") for p in parts[:k]]
-        return with_notes(" ".join(lines), notes, "Parts handled before yours")
+        return with_notes(" ".join(lines), progress, "Completed parts and results")
+
+    def _model(self, agent: str) -> str | None:
+        models = self.params.models
+        return models[self.network.agents.index(agent) % len(models)] if models else None
 
     def _pool(self, agent: str, pool: str, task: Task, text: str) -> tuple[MemoryItem, ...]:
         if not self.params.experience_pools:
             return ()
         return tuple(self.network.recall(agent, pool, task.task_type, text, self.params.pool_k))
-
-
-def _part(agent: str, task: str, decision: str | None) -> dict[str, Any]:
-    return {"agent": agent, "task": task, "decision": decision, "decisions": 0, "steps": 0}
 
 
 def feedback_value(trajectory: Trajectory) -> float:

@@ -1,10 +1,16 @@
-"""AgentNet's router replies: parsing and validity checks, and the router's prompt.
+"""AgentNet's router replies: their grammars, parsing and prompts.
 
-A router answers with one line: `EXECUTE`, `FORWARD <agent>` or
-`SPLIT <part> || <part> ...`. A reply is valid only if the option was offered
-(forwarding needs a connected agent off the current path, within the hop
-bound; splitting is offered on the whole task only, into 2..max parts).
-Anything else falls back to EXECUTE and is counted as an invalid route.
+Two router decisions, after AgentNet's code (config/setting.py
+ROUTER_PROMPT_FORMAT and ROUTER_PROMPT_DECIDE_NEXT_AGENT_ID_FORMAT; src/agent.py
+`router_decide_action`, `router_decide_next_agent_id`):
+
+- route (a task arrives): `EXECUTE`, `FORWARD agent_<n>` or `SPLIT: <the part I do now>`;
+- next (after a split part is done): `COMPLETE` or `INCOMPLETE agent_<n>: <what remains>`.
+
+The original reads labelled fields (DECISION, NEXT_AGENT_ID, EXECUTABLE ...)
+from free text; here each reply is one line with its own grammar (GBNF for
+grammar-capable models), and a reply that matches none of the offered options
+is `unparsed`: recorded and counted, never read as a decision.
 """
 
 from __future__ import annotations
@@ -14,59 +20,94 @@ from dataclasses import dataclass
 from typing import Literal
 
 HANDOVER = "SUBTASK DONE"
-_ROUTE = re.compile(r"^(execute|forward|split)\b[\s:,\-]*(.*)$", re.I)
+_ROUTE = re.compile(r"^(execute|forward|split|complete|incomplete)\b[\s:,\-]*(.*)$", re.I)
 _AGENT = re.compile(r"agent[\s_\-]*(\d+)", re.I)
+
+Kind = Literal["execute", "forward", "split", "complete", "incomplete", "unparsed"]
 
 
 @dataclass(frozen=True)
 class Route:
-    kind: Literal["execute", "forward", "split"]
-    target: str = ""
-    parts: tuple[str, ...] = ()
-    valid: bool = True
-
-    @property
-    def detail(self) -> str:
-        return self.target or " || ".join(self.parts)
+    kind: Kind
+    target: str = ""  # the agent named (forward, incomplete)
+    text: str = ""  # the part taken (split) or what remains (incomplete)
 
 
-def parse_route(text: str, targets: list[str], can_split: bool, max_parts: int) -> Route:
-    """The route a router's reply names, if it is one of the offered options; else an invalid EXECUTE."""
+def parse_reply(text: str, offered: tuple[str, ...]) -> Route:
+    """The decision a router's reply names, if it is one of `offered`; else `unparsed`."""
     line = next((ln.strip(" \t*`>#-") for ln in text.splitlines() if ln.strip(" \t*`>#-")), "")
     m = _ROUTE.match(line)
-    if m is None:
-        return Route("execute", valid=False)
+    if m is None or m.group(1).lower() not in offered:
+        return Route("unparsed")
     kind, rest = m.group(1).lower(), m.group(2).strip()
-    if kind == "forward":
+    if kind in ("forward", "incomplete"):
         agent = _AGENT.search(rest)
-        target = f"agent_{agent.group(1)}" if agent else ""
-        return Route("forward", target=target) if target in targets else Route("execute", valid=False)
+        if agent is None:
+            return Route("unparsed")
+        remains = rest[agent.end() :].lstrip(" :,-")
+        return Route(kind, target=f"agent_{agent.group(1)}", text=remains)  # type: ignore[arg-type]
     if kind == "split":
-        parts = tuple(p.strip() for p in rest.split("||") if p.strip())
-        ok = can_split and 2 <= len(parts) <= max_parts
-        return Route("split", parts=parts) if ok else Route("execute", valid=False)
-    return Route("execute")
+        return Route("split", text=rest) if rest else Route("unparsed")
+    return Route(kind)  # type: ignore[arg-type]
+
+
+def grammar(offered: tuple[str, ...], agents: list[str]) -> str:
+    """GBNF for one line naming an offered option (agent names limited to `agents`)."""
+    names = " | ".join(f'"{a}"' for a in agents) or '"agent_0"'
+    alts = {
+        "execute": '"EXECUTE"',
+        "forward": '"FORWARD " agent',
+        "split": '"SPLIT: " text',
+        "complete": '"COMPLETE"',
+        "incomplete": '"INCOMPLETE " agent ": " text',
+    }
+    return "\n".join(
+        [
+            "root ::= " + " | ".join(alts[o] for o in offered),
+            f"agent ::= {names}",
+            "text ::= [^\\n]{1,300}",
+        ]
+    )
+
+
+OPTION_TEXT = {
+    "execute": "EXECUTE - you solve the whole remaining task yourself",
+    "forward": "FORWARD agent_<n> - pass the task unchanged to a more suitable agent",
+    "split": "SPLIT: <the part you do now> - do that part yourself, then pass the rest on",
+    "complete": "COMPLETE - the major task is done (or the progress suffices to finish it)",
+    "incomplete": "INCOMPLETE agent_<n>: <what remains> - pass the rest to that agent",
+}
+
+ROUTER_SYSTEM = (
+    "You are the router of {agent} in a decentralized network of agents with no central coordinator. "
+    "The major task should be completed through cooperation among agents; consider the agents' abilities "
+    "and success rates, and prioritise expertise matching. If you execute or split, your ability improves "
+    "when the task succeeds and drops when it fails; forwarding changes neither."
+)
+"""After AgentNet config/setting.py ROUTER_SYSTEM_PROMPT and the rules of ROUTER_PROMPT_FORMAT."""
 
 
 def router_prompt(
-    agent: str, task_type: str, ability: float, targets: list[tuple[str, float, float]], can_split: bool, max_parts: int
+    agent: str,
+    task_type: str,
+    own: tuple[float, float],
+    neighbours: list[tuple[str, float, float, float]],
+    offered: tuple[str, ...],
+    progress: list[tuple[str, str]],
 ) -> str:
-    """System prompt of `agent`'s router; `targets` are (agent, ability, connection weight), best first."""
+    """System prompt of `agent`'s router. `own` = (ability, success rate); `neighbours` =
+    (agent, ability, success rate, connection weight); `progress` = (agent, what it did) so far."""
     kind = task_type or "this"
     lines = [
-        f"You are the router of {agent} in a decentralized network of agents with no central coordinator. "
-        "Decide who handles the task below.",
-        f"Your ability on {kind} tasks: {ability:.2f}.",
+        ROUTER_SYSTEM.format(agent=agent),
+        f"Your ability on {kind} tasks: {own[0]:.2f}; your success rate: {own[1]:.0%}.",
     ]
-    options = ["EXECUTE - you handle it yourself"]
-    if targets:
-        listed = ", ".join(f"{a} (ability {ab:.2f}, connection {w:.2f})" for a, ab, w in targets)
-        lines.append(f"Agents you can forward to: {listed}.")
-        options.append("FORWARD <agent name> - an agent better suited to it takes it over")
-    if can_split:
-        options.append(
-            f"SPLIT <part 1> || <part 2> - it has separable parts (at most {max_parts}); "
-            "you take the first, your neighbours the others"
+    if neighbours:
+        listed = "; ".join(
+            f"{a}: ability {ab:.2f}, success rate {sr:.0%}, connection {w:.2f}" for a, ab, sr, w in neighbours
         )
-    lines.append("Reply with exactly one line, one of:\n" + "\n".join(options))
+        lines.append(f"Available agents: {listed}.")
+    if progress:
+        lines.append("Progress so far:\n" + "\n".join(f"- {a}: {t.strip()[:300]}" for a, t in progress))
+    lines.append("Reply with exactly one line, one of:\n" + "\n".join(OPTION_TEXT[o] for o in offered))
     return "\n".join(lines)

@@ -19,7 +19,10 @@ Variants (`params.variant`, recorded in run.json through `describe()`):
              conversations, the task's action grammar for constrained models).
   critic   - level event, role critic: APPROVE, or REJECT: <reason>, after
              which the executor revises (at most `max_revisions` times); the
-             latest proposal is executed either way. `critic=false` removes it.
+             latest proposal is executed either way. Verdicts are parsed with
+             their own grammar; a reply naming none is recorded `unparsed` and
+             re-asked (`verdict_retries`), never taken as approval.
+             `critic=false` removes it.
 - `gmemory`: the two-agent loop G-Memory's code calls "AutoGen"
   (bingreeky/GMemory, tasks/mas_workflow/autogen): a solver (level agent)
   proposes each action; when the proposal equals the last `stuck_repeats`
@@ -36,7 +39,9 @@ teammates' messages through `with_notes`, memory through `format_memory`.
 
 Decision graph: parents of a decision are the agent's own previous decision,
 the decision whose action produced the current observation, and the decisions
-that wrote the teammate messages it was shown.
+that wrote the messages it was shown (its own earlier replies of the step
+included: a revising executor sees the proposal it revises). Spec, sources and
+the choice of this team for Table 1: docs/frameworks/autogen.md.
 
 Deviations from the originals, and why:
 - Speaker selection is a fixed rule (`selector_func`), not AutoGen's

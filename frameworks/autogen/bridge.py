@@ -23,6 +23,7 @@ Token counting goes through litellm's `token_counter`, which works offline
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,8 @@ class AgentSpec:
     system: str
     acts: bool = False  # output is an environment action: tools offered, action grammar, parsed
     persistent: bool = False  # its latest message stays visible to teammates (a plan)
+    ending: str = ""  # the prompt's last line for a non-acting role (`frameworks.base.ENDINGS`)
+    grammar: str | None = None  # GBNF of the role's output (critic verdicts), for grammar-capable models
 
 
 @dataclass
@@ -73,17 +76,18 @@ class TeamState:
     members: dict[str, AgentSpec]
     on_decision: Callable[[AgentSpec, Decision], None]
     note: str = ""  # feedback shown to acting agents this step (e.g. an unparsable reply)
-    ledger: dict[tuple[str, str], str] = field(default_factory=dict)  # (agent, text) -> decision id
+    ledger: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (agent, text) -> decision ids
     last_decision: dict[str, str] = field(default_factory=dict)
     error: BaseException | None = None
 
     def notes_for(self, agent: str, messages: Sequence[LLMMessage]) -> list[tuple[str, str]]:
-        """Teammates' messages this agent is shown: persistent roles' latest, then the current step's."""
+        """Messages this agent is shown: persistent roles' latest, then everything said in the current
+        step, its own earlier replies included (a revising executor sees the proposal it revises)."""
         env_at = max((i for i, m in enumerate(messages) if _source(m) == ENVIRONMENT), default=-1)
         current = [
             (src, _text(m))
             for m in messages[env_at + 1 :]
-            if (src := _source(m)) in self.members and src != agent and isinstance(m, UserMessage)
+            if (src := _source(m)) in self.members and isinstance(m, UserMessage | AssistantMessage)
         ]
         earlier: dict[str, str] = {}
         for m in messages[: env_at + 1]:
@@ -94,15 +98,20 @@ class TeamState:
         return [(src, text) for src, text in earlier.items() if src not in shown] + current
 
     def parents_for(self, agent: str, notes: list[tuple[str, str]]) -> tuple[str, ...]:
-        """Own previous decision, the decision behind the latest environment step, the notes' authors."""
+        """Own previous decision, the decision behind the latest environment step, the notes' authors.
+
+        Notes with the same author and text (a revision identical to the proposal it revises) map to
+        that many distinct decisions, the latest ones, so no shown message loses its parent edge."""
         ids = [self.last_decision.get(agent)]
         steps = self.loop.trajectory.steps
         ids.append(steps[-1].decision_id if steps else None)
-        ids += [self.ledger.get(note) for note in notes]
+        seen = Counter(notes)
+        for note, n in seen.items():
+            ids += self.ledger.get(note, [])[-n:]
         return tuple(i for i in dict.fromkeys(ids) if i)
 
     def record(self, spec: AgentSpec, decision: Decision) -> None:
-        self.ledger[(spec.name, decision.node.output)] = decision.node.id
+        self.ledger.setdefault((spec.name, decision.node.output), []).append(decision.node.id)
         self.last_decision[spec.name] = decision.node.id
         self.on_decision(spec, decision)
 
@@ -202,18 +211,20 @@ class BridgeClient(_ClientBase):
         state, spec = self.state, self.spec
         system = next((_text(m) for m in messages if isinstance(m, SystemMessage)), "")
         notes = state.notes_for(spec.name, messages)
+        shown = [(f"{src} (you, earlier)" if src == spec.name else src, text) for src, text in notes]
         conversation = state.transcript.task.mode == "conversation"
         decision = state.decider.decide(
             agent=spec.name,
             role=spec.role,
             level=spec.level,
-            system=with_notes(system, notes),
+            system=with_notes(system, shown),
             parents=state.parents_for(spec.name, notes),
             step=state.loop.steps_taken,
             recall_context=state.transcript.observation,
             tools=state.transcript.tools if spec.acts and conversation else None,
             action_grammar=spec.acts,
-            **state.transcript.view(state.note if spec.acts else "", acting=spec.acts),
+            grammar=spec.grammar,
+            **state.transcript.view(state.note if spec.acts else "", acting=spec.acts, ending=spec.ending),
         )
         state.record(spec, decision)
         return decision

@@ -25,6 +25,7 @@ from aecg_bench.types import Action, Task, Trajectory
 from frameworks.autogen.bridge import ENVIRONMENT, AgentSpec, BridgeClient, NoSelectorModel, TeamState
 from frameworks.base import (
     ACT_INSTRUCTIONS,
+    ENDINGS,
     Decider,
     Decision,
     EnvLoop,
@@ -49,7 +50,15 @@ HELPER = (
     "in a row and is stuck. Work out what is going wrong and propose a different way forward; do not repeat "
     "the solver's approach."
 )
-_REJECT = re.compile(r"^\W*reject", re.I)
+_VERDICT = re.compile(r"^\W*(approve|reject)\b\W*(.*)", re.I | re.S)
+VERDICT_GRAMMAR = 'root ::= "APPROVE" | "REJECT: " [^\\n]{1,200}'
+"""The critic's output grammar (GBNF, for grammar-capable models): a verdict, nothing else."""
+
+
+def parse_verdict(text: str) -> str:
+    """`approve`, `reject` or `unparsed`: a reply that names no verdict is not an approval."""
+    m = _VERDICT.match(text or "")
+    return m.group(1).lower() if m else "unparsed"
 
 
 class AutoGenParams(Params):
@@ -58,6 +67,7 @@ class AutoGenParams(Params):
     )
     critic: bool = Field(True, description="team: the critic reviews every executor proposal")
     max_revisions: int = Field(1, ge=0, le=5, description="team: executor revisions after a critic rejection")
+    verdict_retries: int = Field(1, ge=0, le=3, description="team: re-asks of a critic whose reply names no verdict")
     replan_every: int = Field(0, ge=0, description="team: the planner speaks again every N steps (0 = once)")
     stuck_repeats: int = Field(2, ge=1, description="gmemory: helper steps in when a proposal repeats the last N")
     history_window: int = Field(8, ge=0, description="recent steps shown in each step prompt")
@@ -106,28 +116,33 @@ class TeamProtocol(_Protocol):
         self.params = params
         self.planned_at: int | None = None
         self.plan_due = True
-        self.revisions = 0
-        self.max_turns = 2 + 2 * (params.max_revisions + 1)
+        self.revisions, self.reasks, self.reask = 0, 0, False
+        self.max_turns = 2 + (2 + params.verdict_retries) * (params.max_revisions + 1)
+        self.verdicts: list[dict[str, object]] = []  # every critic reply: approve | reject | unparsed
 
     def agents(self) -> list[AgentSpec]:
         specs = [
-            AgentSpec("planner", "planner", "team", PLANNER, persistent=True),
+            AgentSpec("planner", "planner", "team", PLANNER, persistent=True, ending=ENDINGS["planner"]),
             AgentSpec("executor", "executor", "agent", f"{EXECUTOR} {ACT_INSTRUCTIONS[self.task.mode]}", acts=True),
         ]
         if self.params.critic:
-            specs.append(AgentSpec("critic", "critic", "event", CRITIC))
+            specs.append(
+                AgentSpec("critic", "critic", "event", CRITIC, ending=ENDINGS["critic"], grammar=VERDICT_GRAMMAR)
+            )
         return specs
 
     def begin_step(self, step: int) -> None:
         super().begin_step(step)
         every = self.params.replan_every
         self.plan_due = self.planned_at is None or (every > 0 and step - self.planned_at >= every)
-        self.revisions = 0
+        self.revisions, self.reasks, self.reask = 0, 0, False
 
     def select(self, messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> str:
         last = messages[-1].source
         if last == ENVIRONMENT:
             return "planner" if self.plan_due else "executor"
+        if last == "critic" and self.reask:  # an unreadable verdict: the critic is asked again
+            return "critic"
         return "critic" if last == "executor" else "executor"
 
     def on_decision(self, spec: AgentSpec, decision: Decision) -> None:
@@ -135,10 +150,17 @@ class TeamProtocol(_Protocol):
             self.planned_at, self.plan_due = self.step, False
         elif spec.name == "executor":
             self.done = self.propose(decision) is None or not self.params.critic
-        elif _REJECT.match(decision.node.output) and self.revisions < self.params.max_revisions:
-            self.revisions += 1
         else:
-            self.done = True
+            verdict = parse_verdict(decision.node.output)
+            self.verdicts.append({"decision": decision.node.id, "step": self.step, "verdict": verdict})
+            self.reask = verdict == "unparsed" and self.reasks < self.params.verdict_retries
+            if self.reask:
+                self.reasks += 1
+            elif verdict == "reject" and self.revisions < self.params.max_revisions:
+                self.revisions += 1
+                self.reasks = 0
+            else:  # approved, out of revisions, or still unreadable after re-asking: the proposal goes ahead
+                self.done = True
 
 
 class GMemoryProtocol(_Protocol):
@@ -181,7 +203,7 @@ def _key(action: Action) -> str:
 
 class AutoGenFramework(Framework):
     name = "autogen"
-    version = "1"
+    version = "2"
     Params = AutoGenParams
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
@@ -208,6 +230,7 @@ class AutoGenFramework(Framework):
             "variant": p.variant,
             "team": type(team).__name__,
             "agents": {s.name: {"role": s.role, "level": s.level} for s in specs},
+            "verdicts": getattr(protocol, "verdicts", []),
         }
         while not loop.finished:
             protocol.begin_step(loop.steps_taken)

@@ -1,12 +1,12 @@
-"""The MacNet adapter: node agents on a DAG, instructors on its edges, a final decision per step.
+"""The MacNet adapter: node agents on a DAG; per step a pass through the graph, then one action.
 
-See the package docstring (`frameworks.macnet`) for the spec.
+See the package docstring (`frameworks.macnet`) and docs/frameworks/macnet.md for the spec.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -14,6 +14,7 @@ from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Task, Trajectory
 from frameworks.base import (
     ACT_INSTRUCTIONS,
+    ENDINGS,
     Decider,
     Decision,
     DecisionRequest,
@@ -26,6 +27,25 @@ from frameworks.base import (
 from frameworks.macnet.topology import Dag, Topology, build_dag
 
 GRAPH = "a team of agents arranged as a directed acyclic graph"
+
+# protocol=chatdev: after OpenBMB/ChatDev (macnet branch) config.yaml instructor_prompt, assistant_prompt, cc_prompt
+REVIEW = (
+    "You are node {i} of " + GRAPH + ", reviewing the proposal of {src} for the current step against the task "
+    "and the current state. Propose the one comment with the highest priority and tell how to fix it. "
+    "If the proposal is perfect, reply only: <INFO> Finished"
+)
+SOURCE = "You are node {i} of " + GRAPH + ". Propose what the team should do now."
+REVISE = (
+    "You are node {i} of " + GRAPH + ". Revise the proposal of {src} according to the comments on it, "
+    "and give the complete revised proposal."
+)
+AGGREGATE = (
+    "You are node {i} of " + GRAPH + ". Several proposals serving the same purpose reached you. Compare their "
+    "strengths and weaknesses, then give one improved proposal that keeps their strengths and drops their "
+    "weaknesses (with a single proposal, return it unchanged)."
+)
+
+# protocol=gmemory: after bingreeky/GMemory tasks/mas_workflow/macnet (critic per upstream output, decision node)
 NODE = {
     0: "Propose what the team should do now.",
     1: "Improve the proposal of the agent before you, following its instructor's advice.",
@@ -43,11 +63,24 @@ FINAL = (
 
 
 class MacNetParams(Params):
-    topology: Topology = Field("layered", description="chain | star | tree | full | layered | random")
-    nodes: int = Field(4, ge=1, le=32, description="node agents in the graph (the final decision is extra)")
+    protocol: Literal["chatdev", "gmemory"] = Field(
+        "chatdev",
+        description="chatdev: MacNet's original (instructor + assistant call per edge, aggregation per node, "
+        "output node, temperature by depth); gmemory: G-Memory's workflow (critic per edge, one call per node, "
+        "a decision node)",
+    )
+    topology: Topology = Field("random", description="chain | star | tree | full | layered | random")
+    nodes: int = Field(3, ge=1, le=32, description="node agents in the graph (the output / final node is extra)")
     width: int = Field(2, ge=1, description="layer width (layered) and branching factor (tree)")
     edge_prob: float = Field(0.5, ge=0.0, le=1.0, description="edge probability of the random topology")
-    instructors: bool = Field(True, description="an instructor critiques each edge's proposal for its successor")
+    reverse: bool = Field(False, description="convergent graph: every edge reversed (ChatDev generate_graph.py)")
+    instructors: bool = Field(True, description="a review (instructor / critic) of each edge's proposal")
+    aggregate_unit: int = Field(
+        2, ge=2, description="chatdev: a node aggregates when at least this many proposals reach it"
+    )
+    temperature_schedule: bool = Field(
+        True, description="chatdev: a node at depth d of D samples at temperature 1 - d/D"
+    )
     max_workers: int = Field(4, ge=1, description="threads for the nodes (and instructors) of one layer")
     history_window: int = Field(8, ge=0, description="recent steps shown in each step prompt")
     max_steps: int | None = Field(None, ge=1, description="cap below the task's own step limit")
@@ -59,21 +92,24 @@ class _Step:
 
     previous: str | None  # decision whose action produced the current observation
     note: str
-    proposals: dict[int, Decision]
-    critiques: dict[tuple[int, int], Decision]
+    proposals: dict[int, Decision] = field(default_factory=dict)  # a node's solution
+    critiques: dict[tuple[int, int], Decision] = field(default_factory=dict)  # review of p's solution for i
+    revisions: dict[tuple[int, int], Decision] = field(default_factory=dict)  # i's revision of p's solution
 
 
 class MacNetFramework(Framework):
     name = "macnet"
-    version = "1"
+    version = "2"
     Params = MacNetParams
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         p = self.params
         traj = ctx.trajectory
-        dag = build_dag(p.topology, p.nodes, rng=ctx.rng, width=p.width, edge_prob=p.edge_prob)
+        dag = build_dag(p.topology, p.nodes, rng=ctx.rng, width=p.width, edge_prob=p.edge_prob, reverse=p.reverse)
         traj.metadata["macnet"] = {
+            "protocol": p.protocol,
             "topology": p.topology,
+            "reverse": p.reverse,
             "nodes": dag.n,
             "edges": [list(e) for e in dag.edges],
             "layers": dag.layers(),
@@ -83,19 +119,16 @@ class MacNetFramework(Framework):
         loop = EnvLoop(env, task, traj, ctx, p.max_steps)
         transcript = Transcript(task, traj, p.history_window)
         transcript.start(loop.reset())
+        # ChatDev macnet graph.py `agent_deployment`: temperature = 1 - depth / D; a temperature the caller
+        # imposes on every call (EDV's rollout sampling) takes precedence
+        schedule = p.temperature_schedule and ctx.llm.temperature is None
         note = ""
         while not loop.finished:
-            step = _Step(traj.steps[-1].decision_id if traj.steps else None, note, {}, {})
-            for layer in dag.layers():
-                self._layer(decider, transcript, loop, dag, layer, step)
-            final = decider.decide(
-                **self._base(task, transcript, loop, step, acting=True),
-                agent="final",
-                role="decider",
-                level="team",
-                system=with_notes(f"{FINAL} {ACT_INSTRUCTIONS[task.mode]}", self._sink_notes(dag, step)),
-                parents=(*(step.proposals[s].node.id for s in dag.sinks()), *_opt(step.previous)),
-            )
+            step = _Step(traj.steps[-1].decision_id if traj.steps else None, note)
+            if p.protocol == "chatdev":
+                final = self._chatdev_pass(decider, transcript, loop, dag, step, schedule)
+            else:
+                final = self._gmemory_pass(decider, transcript, loop, dag, step)
             action = action_from_completion(task, final.completion)
             if action is None:
                 note = unparsable_note(task, final.completion.text)
@@ -108,7 +141,116 @@ class MacNetFramework(Framework):
         loop.close_out()
         return traj
 
-    def _layer(
+    # -- protocol=chatdev ------------------------------------------------------
+
+    def _chatdev_pass(
+        self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step, schedule: bool
+    ) -> Decision:
+        """ChatDev macnet graph.py `Graph.execute`: layer by layer, each in-edge p->i makes node i review p's
+        solution (instructor) and revise it (assistant); a node with at least `aggregate_unit` revisions merges
+        them. The output node (after the sinks) does the same; its solution is the step's action."""
+        out = dag.n
+        layers = [*dag.layers(), [out]]
+        preds = {i: dag.preds(i) for i in range(dag.n)} | {out: dag.sinks()}
+        depth = len(layers)  # the original's D: the virtual input node is depth 0, the output node depth D
+        for d, layer in enumerate(layers, start=1):
+            temp = {i: round(1 - d / depth, 4) if schedule else None for i in layer}
+            edges = [(src, i) for i in layer for src in preds[i]]
+            if self.params.instructors and edges:
+                requests = [self._review(transcript, loop, step, src, i, out, temp[i]) for src, i in edges]
+                step.critiques.update(zip(edges, decider.decide_many(requests, self.params.max_workers), strict=True))
+            units = [(src, i) for src, i in edges] + [(None, i) for i in layer if not preds[i]]
+            requests = [self._revise(transcript, loop, step, src, i, out, temp[i]) for src, i in units]
+            for (src, i), decision in zip(units, decider.decide_many(requests, self.params.max_workers), strict=True):
+                if src is None:
+                    step.proposals[i] = decision
+                else:
+                    step.revisions[(src, i)] = decision
+            merging = [i for i in layer if len(preds[i]) >= self.params.aggregate_unit]
+            requests = [self._aggregate(transcript, loop, step, i, preds[i], out, temp[i]) for i in merging]
+            step.proposals.update(zip(merging, decider.decide_many(requests, self.params.max_workers), strict=True))
+            for i in layer:  # fewer revisions than the aggregation unit: the first one is the node's solution
+                if i not in step.proposals:
+                    step.proposals[i] = step.revisions[(preds[i][0], i)]
+        return step.proposals[out]
+
+    def _who(self, i: int, out: int) -> dict[str, Any]:
+        """Agent, role, level and accounting of node `i`'s own outputs (the output node acts for the team)."""
+        if i == out:
+            return {"agent": "final", "role": "decider", "level": "team", "account": "decider"}
+        return {"agent": f"node_{i}", "level": "agent", "account": "node"}
+
+    def _review(
+        self, transcript: Transcript, loop: EnvLoop, step: _Step, src: int, i: int, out: int, temp: float | None
+    ) -> DecisionRequest:
+        """Node i, as instructor, reviews p's solution (ChatDev `Node.optimize`, instructor_prompt)."""
+        label = f"node {src}"
+        return DecisionRequest(
+            **self._base(transcript, loop, step, acting=False, ending=ENDINGS["review"]),
+            agent=self._who(i, out)["agent"],
+            role="instructor",
+            level="event",
+            system=with_notes(REVIEW.format(i=_name(i, out), src=label), [(label, step.proposals[src].node.output)]),
+            parents=(step.proposals[src].node.id, *_opt(step.previous)),
+            temperature=temp,
+        )
+
+    def _revise(
+        self, transcript: Transcript, loop: EnvLoop, step: _Step, src: int | None, i: int, out: int, temp: float | None
+    ) -> DecisionRequest:
+        task = transcript.task
+        who = self._who(i, out)
+        name = _name(i, out)
+        if src is None:
+            system, notes, parents = SOURCE.format(i=name), [], []
+        else:
+            label = f"node {src}"
+            notes = [(label, step.proposals[src].node.output)]
+            parents = [step.proposals[src].node.id]
+            if (src, i) in step.critiques:
+                notes.append((f"comments on {label}", step.critiques[(src, i)].node.output))
+                parents.append(step.critiques[(src, i)].node.id)
+            system = REVISE.format(i=name, src=label)
+        return DecisionRequest(
+            **self._base(transcript, loop, step, acting=True),
+            **{"role": "solver", **who},
+            system=with_notes(f"{system} {ACT_INSTRUCTIONS[task.mode]}", notes),
+            parents=(*parents, *_opt(step.previous)),
+            temperature=temp,
+        )
+
+    def _aggregate(
+        self, transcript: Transcript, loop: EnvLoop, step: _Step, i: int, preds: list[int], out: int, temp: float | None
+    ) -> DecisionRequest:
+        task = transcript.task
+        revisions = [step.revisions[(src, i)] for src in preds]
+        notes = [(f"proposal {k + 1}", r.node.output) for k, r in enumerate(revisions)]
+        return DecisionRequest(
+            **self._base(transcript, loop, step, acting=True),
+            **{"role": "merger", **self._who(i, out)},
+            system=with_notes(f"{AGGREGATE.format(i=_name(i, out))} {ACT_INSTRUCTIONS[task.mode]}", notes),
+            parents=(*(r.node.id for r in revisions), *_opt(step.previous)),
+            temperature=temp,
+        )
+
+    # -- protocol=gmemory --------------------------------------------------------
+
+    def _gmemory_pass(self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step) -> Decision:
+        """G-Memory graph_mas.py `MacNet.schedule`: nodes in topological order, a critic on each upstream
+        output (`use_critic`), then the decision node turns the sinks' outputs into the action."""
+        task = transcript.task
+        for layer in dag.layers():
+            self._gmemory_layer(decider, transcript, loop, dag, layer, step)
+        return decider.decide(
+            **self._base(transcript, loop, step, acting=True),
+            agent="final",
+            role="decider",
+            level="team",
+            system=with_notes(f"{FINAL} {ACT_INSTRUCTIONS[task.mode]}", self._sink_notes(dag, step)),
+            parents=(*(step.proposals[s].node.id for s in dag.sinks()), *_opt(step.previous)),
+        )
+
+    def _gmemory_layer(
         self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, layer: list[int], step: _Step
     ) -> None:
         """Instructors of the layer's in-edges, then the layer's nodes; each group concurrently."""
@@ -117,7 +259,7 @@ class MacNetFramework(Framework):
             edges = [(p, i) for i in layer for p in dag.preds(i)]
             requests = [
                 DecisionRequest(
-                    **self._base(task, transcript, loop, step, acting=False),
+                    **self._base(transcript, loop, step, acting=False, ending=ENDINGS["instructor"]),
                     agent=f"instructor_{p}_{i}",
                     role="instructor",
                     level="event",
@@ -140,9 +282,10 @@ class MacNetFramework(Framework):
             system = f"You are node {i} of {GRAPH}. {NODE[min(len(preds), 2)]} {ACT_INSTRUCTIONS[task.mode]}"
             requests.append(
                 DecisionRequest(
-                    **self._base(task, transcript, loop, step, acting=True),
+                    **self._base(transcript, loop, step, acting=True),
                     agent=f"node_{i}",
                     role="merger" if len(preds) > 1 else "solver",
+                    account="node",
                     level="agent",
                     system=with_notes(system, notes),
                     parents=(*parents, *_opt(step.previous)),
@@ -150,12 +293,15 @@ class MacNetFramework(Framework):
             )
         step.proposals.update(zip(layer, decider.decide_many(requests, workers), strict=True))
 
+    # -- shared ------------------------------------------------------------------
+
     @staticmethod
-    def _base(task: Task, transcript: Transcript, loop: EnvLoop, step: _Step, *, acting: bool) -> dict[str, Any]:
+    def _base(transcript: Transcript, loop: EnvLoop, step: _Step, *, acting: bool, ending: str = "") -> dict[str, Any]:
         """Keywords every decision of a step shares: the environment view, tools, grammar, step."""
+        task = transcript.task
         tools = transcript.tools if acting and task.mode == "conversation" else None
         return {
-            **transcript.view(step.note if acting else "", acting=acting),
+            **transcript.view(step.note if acting else "", acting=acting, ending=ending),
             "tools": tools,
             "action_grammar": acting,
             "step": loop.steps_taken,
@@ -165,6 +311,10 @@ class MacNetFramework(Framework):
     @staticmethod
     def _sink_notes(dag: Dag, step: _Step) -> list[tuple[str, str]]:
         return [(f"node {s}", step.proposals[s].node.output) for s in dag.sinks()]
+
+
+def _name(i: int, out: int) -> str:
+    return "'output'" if i == out else str(i)
 
 
 def _opt(decision_id: str | None) -> tuple[str, ...]:

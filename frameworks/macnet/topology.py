@@ -36,7 +36,9 @@ class Dag:
         return [[i for i in range(self.n) if depth[i] == d] for d in range(max(depth.values()) + 1)]
 
 
-def build_dag(topology: str, n: int, *, rng: random.Random, width: int = 2, edge_prob: float = 0.5) -> Dag:
+def build_dag(
+    topology: str, n: int, *, rng: random.Random, width: int = 2, edge_prob: float = 0.5, reverse: bool = False
+) -> Dag:
     """The graph of `topology` on `n` nodes.
 
     chain: 0->1->...; star: hub 0 -> every other node; tree: `width`-ary tree
@@ -44,6 +46,9 @@ def build_dag(topology: str, n: int, *, rng: random.Random, width: int = 2, edge
     consecutive layers of `width` nodes, fully connected layer to layer;
     random: each i->j (i<j) kept with probability `edge_prob`, drawn from
     `rng` in a fixed pair order (seeded per sample, so reruns get the same graph).
+    `reverse` turns every edge around (MacNet's convergent graphs; ChatDev macnet
+    generate_graph.py `reverse`), relabelling node k as n-1-k so edges still run
+    from lower to higher index.
     """
     if n < 1:
         raise ValueError(f"a MacNet graph needs at least one node, got {n}")
@@ -62,4 +67,6 @@ def build_dag(topology: str, n: int, *, rng: random.Random, width: int = 2, edge
         edges = [pair for pair in pairs if rng.random() < edge_prob]
     else:
         raise ValueError(f"unknown MacNet topology {topology!r}; valid choices: {', '.join(TOPOLOGIES)}")
+    if reverse:
+        edges = sorted((n - 1 - j, n - 1 - i) for i, j in edges)
     return Dag(n, tuple(edges))

@@ -1,0 +1,79 @@
+"""MMTB's data file: download, check, read.
+
+`Multi-Mission-Tool-Bench.jsonl` comes from the authors' repository
+(github.com/yupeijei1997/MMTB, `mmtb/bench_test/data/`) at a pinned commit and is
+checked against that commit's git blob id (SHA-1 of the blob), so the bytes are
+exactly the ones the commit holds. The download lands in a temporary file beside
+the target and is moved into place only after the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from aecg_bench.benchmarks.data import git_blob_sha1
+from aecg_bench.errors import DataError
+
+FILE = "Multi-Mission-Tool-Bench.jsonl"
+COMMIT = "c0e83907fcd9534101777e2d980b1550a9fb98bb"
+BLOB_SHA1 = "4b62137b56c1b6cd3c0a4a10ad723b724f8c825e"
+URL = f"https://raw.githubusercontent.com/yupeijei1997/MMTB/{COMMIT}/mmtb/bench_test/data/{FILE}"
+SOURCE = (
+    f"github.com/yupeijei1997/MMTB at {COMMIT[:8]} (mmtb/bench_test/data/{FILE}); the Hugging Face dataset "
+    "jpy/MMTB carries the same data"
+)
+
+
+def fetch(data_dir: Path | None, *, download: bool, url: str | None = None, blob_sha1: str | None = None) -> Path:
+    """The checked data file; `url` and `blob_sha1` default to the pinned source (tests vary them)."""
+    url, blob_sha1 = url or URL, blob_sha1 or BLOB_SHA1
+    if data_dir is None:
+        raise DataError("no data directory configured for mmtb; set runtime.data_root or $AECG_DATA_ROOT")
+    path = data_dir / FILE
+    if not path.exists():
+        if not download:
+            raise DataError(
+                f"missing data file {path}; get {FILE} from {SOURCE} and place it there, or set params.download=true "
+                "when online"
+            )
+        _download(url, path, blob_sha1)
+    found = git_blob_sha1(path)
+    if found != blob_sha1:
+        raise DataError(
+            f"{path}: git blob id {found} differs from the pinned {blob_sha1}; re-download it from {SOURCE}"
+        )
+    return path
+
+
+def _download(url: str, dest: Path, blob_sha1: str) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".mmtb-")
+    try:
+        with urllib.request.urlopen(url, timeout=120) as resp, os.fdopen(fd, "wb") as out:
+            while chunk := resp.read(1 << 20):
+                out.write(chunk)
+        found = git_blob_sha1(Path(tmp))
+        if found != blob_sha1:
+            raise DataError(f"downloaded {url} but its git blob id {found} differs from the pinned {blob_sha1}")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise DataError(f"could not download {url} to {dest}: {exc}") from exc
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    items = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: line {i + 1} is not JSON ({exc})") from None
+    return items

@@ -1,0 +1,121 @@
+"""The warmup_snapshot protocol for AECG's mechanism tests (paper sec. 4.1, appendix C.3).
+
+For each seed: one warm-up run of the base configuration on the first
+`protocol.warmup_fraction` of the stream (shared by every test and variant
+with the same base: same run identity, so it runs once and is reused), its
+final memory + framework snapshot, an optional seeded corruption of that
+snapshot (written as `start/seed=<n>/state.json` with `corruption.json`),
+then one eval-only run per variant from that state. A variant changes only
+memory parameters (deep-merged into the base's); tasks, order, per-sample
+seeds, budget and model are the base's. Each variant's measures go to
+`mechanisms.csv` in the experiment's results folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from aecg_bench.errors import ConfigError
+from aecg_bench.jsonl import read_jsonl, write_json_atomic
+from aecg_bench.mechanisms import metrics
+from aecg_bench.mechanisms.corruption import corrupt
+from aecg_bench.runner.identity import results_dir_of
+
+TESTS = ("rq2_scope", "rq3_drift", "rq4_triage")
+COLUMNS = ("test", "quantity", "variant", "seed", "value")
+
+
+def merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in change.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def check(mech: dict[str, Any], raw: dict[str, Any]) -> None:
+    if mech.get("test") not in TESTS:
+        raise ConfigError(f"mechanism.test {mech.get('test')!r} is not one of: {', '.join(TESTS)}")
+    if not mech.get("variants"):
+        raise ConfigError("mechanism.variants is empty: name at least one variant (name: memory params)")
+    if not 0.0 < raw["protocol"]["warmup_fraction"] < 1.0:
+        raise ConfigError(f"protocol.warmup_fraction={raw['protocol']['warmup_fraction']} must be in (0, 1)")
+    if mech["test"] != "rq2_scope" and not mech.get("corrupt"):
+        raise ConfigError(f"mechanism.test={mech['test']} needs mechanism.corrupt (skills to corrupt)")
+
+
+def run_mechanism(raw: dict[str, Any]) -> Path:
+    """Run a mechanism experiment (all seeds, all variants); returns its mechanisms.csv."""
+    from aecg_bench.run import run_from_config
+
+    raw = copy.deepcopy(raw)
+    mech = raw.pop("mechanism", None) or {}
+    check(mech, raw)
+    out_dir = Path(raw["runtime"]["results_root"]) / raw["experiment_name"]
+    rows: list[dict[str, Any]] = []
+    for seed in mech.get("seeds") or [raw["seed"]]:
+        base = {**copy.deepcopy(raw), "seed": seed}
+        warm = merge(base, {"experiment_name": mech["warmup_name"], "protocol": {"phases": "warmup"}})
+        final = run_from_config(warm)
+        if final is None or final["status"] != "complete":
+            raise ConfigError(f"the warm-up run for seed {seed} did not complete; rerun to resume it")
+        state = latest_state(results_dir_of(final))
+        start = out_dir / "start" / f"seed={seed}"
+        corrupted: list[dict[str, Any]] = []
+        if mech.get("corrupt"):
+            c = mech["corrupt"]
+            state, corrupted = corrupt(
+                state, int(c["skills"]), seed, min_uses=int(c["min_uses"]), min_reliability=float(c["min_reliability"])
+            )
+            write_json_atomic(start / "corruption.json", {"seed": seed, "corrupt": c, "skills": corrupted})
+        write_json_atomic(start / "state.json", state)
+        for name, params in mech["variants"].items():
+            variant = merge(
+                base,
+                {
+                    "memory": {"label": name, "params": params or {}},
+                    "protocol": {"phases": "eval", "start_state": str(start / "state.json")},
+                },
+            )
+            final = run_from_config(variant)
+            if final is None:
+                continue
+            measures = measure(mech["test"], results_dir_of(final), corrupted)
+            rows += [
+                {"test": mech["test"], "quantity": q, "variant": name, "seed": seed, "value": v}
+                for q, v in measures.items()
+            ]
+            print(f"{mech['test']} seed={seed} {name}: " + ", ".join(f"{q}={v:.2f}" for q, v in measures.items()))
+    path = out_dir / "mechanisms.csv"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def latest_state(run_dir: Path) -> dict[str, Any]:
+    snaps = sorted((run_dir / "memory").glob("snapshot-*.json"))
+    if not snaps:
+        raise ConfigError(f"{run_dir} has no memory snapshot to start the mechanism variants from")
+    return json.loads(snaps[-1].read_text(encoding="utf-8"))["state"]
+
+
+def measure(test: str, run_dir: Path, corrupted: list[dict[str, Any]]) -> dict[str, float]:
+    events = read_jsonl(run_dir / "memory" / "audit.jsonl")
+    records = list(metrics_records(run_dir))
+    if test == "rq2_scope":
+        return metrics.scope_measures(events, records)
+    if test == "rq3_drift":
+        return metrics.drift_measures(events, records, corrupted)
+    return metrics.triage_measures(events, corrupted)
+
+
+def metrics_records(run_dir: Path) -> list[dict[str, Any]]:
+    from aecg_bench.runner.records import latest_by_position
+
+    return list(latest_by_position(read_jsonl(run_dir / "samples.jsonl")).values())

@@ -1,0 +1,66 @@
+"""The record format of a results folder: file names, schema version, and the reader.
+
+Below both the runner (which writes run folders through `runner.records.RunDir`) and the
+analysis (which only reads them), so neither imports the other's internals.
+
+    <results_root>/<experiment>/<benchmark>/<framework>/<memory>/<model>/seed=<n>/
+        run.json        header (schema SCHEMA_VERSION): labels, identity, protocol, models, roles, status
+        samples.jsonl   one record per executed stream item; a rerun appends a higher `attempt`
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aecg_bench.jsonl import read_jsonl
+
+RUN_JSON = "run.json"
+SAMPLES = "samples.jsonl"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder as written: its header and the latest attempt of every stream position."""
+
+    path: Path
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+
+
+def latest_by_position(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The last attempt's record for every stream position."""
+    out: dict[int, dict[str, Any]] = {}
+    for rec in records:
+        pos = rec["position"]
+        if pos not in out or rec["attempt"] >= out[pos]["attempt"]:
+            out[pos] = rec
+    return out
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Every run directory under `root` (a directory holding run.json), hidden folders skipped."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.parent for p in root.rglob(RUN_JSON) if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+
+
+def read_run(run_dir: Path) -> Run:
+    """Header and latest records of one run folder (no records if samples.jsonl is absent)."""
+    header = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
+    schema = header.get("schema", SCHEMA_VERSION)
+    if schema > SCHEMA_VERSION:
+        raise ValueError(f"{run_dir / RUN_JSON}: schema {schema} is newer than this reader ({SCHEMA_VERSION})")
+    samples = run_dir / SAMPLES
+    records = list(latest_by_position(read_jsonl(samples)).values()) if samples.exists() else []
+    return Run(run_dir, header, sorted(records, key=lambda r: r["position"]))
+
+
+def read_runs(root: Path) -> list[Run]:
+    return [read_run(d) for d in find_runs(root)]

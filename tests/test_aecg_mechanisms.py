@@ -1,0 +1,263 @@
+"""AECG mechanism tests (RQ2-RQ4) through the warmup_snapshot protocol on AgentNet (team, event and
+agent decisions) in the scripted world of conf/preset/mechanisms_smoke.yaml, plus the protocol's parts.
+
+Each behaviour test compares variants from one shared snapshot, so it goes red when the mechanism it
+names is removed: hard scope (cross-scope uses appear), the fast belief (dual and cumulative-only
+coincide), exposure in the triage order (exposure-aware ranks like risk-only), asymmetric admission
+(healthy co-recalled objects get negative evidence), the replay gate (harmful repairs go live).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aecg_fixtures import episode, events, make_memory
+from conftest import compose
+
+from aecg_bench.errors import ConfigError
+from aecg_bench.jsonl import read_jsonl
+from aecg_bench.mechanisms import metrics
+from aecg_bench.mechanisms.corruption import corrupt
+from aecg_bench.mechanisms.protocol import run_mechanism
+
+
+def run(tmp: Path, experiment: str, *overrides: str) -> dict[tuple[str, str], list[float]]:
+    """(quantity, variant) -> values over seeds, and the printed numbers in the test log."""
+    path = run_mechanism(compose([f"experiment={experiment}", *overrides], tmp))
+    out: dict[tuple[str, str], list[float]] = {}
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            out.setdefault((row["quantity"], row["variant"]), []).append(float(row["value"]))
+    for (q, v), values in sorted(out.items()):
+        print(f"{experiment} {v:16s} {q:40s} {sum(values) / len(values):8.2f}  {values}")
+    return out
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def variant_dir(tmp: Path, experiment: str, variant: str, seed: int = 0) -> Path:
+    return next((tmp / experiment).glob(f"*/*/{variant}/*/seed={seed}"))
+
+
+# -- RQ2: scope ---------------------------------------------------------------------------
+
+
+def test_rq2_hard_scope_never_crosses_levels_and_flat_scope_does(tmp_path):
+    m = run(tmp_path, "aecg_rq2_scope_smoke", "benchmark.params.size=80", "mechanism.seeds=[0]")
+    assert m[("cross_scope_use_pct", "hard_scope")] == [0.0]
+    assert m[("cross_scope_use_pct", "flat_scope")][0] > 5.0
+    assert m[("selected_uses", "hard_scope")][0] > 50  # hard scope did recall: zero is not for want of uses
+    # the same snapshot and stream for both: the warm-up ran once
+    assert len(list((tmp_path / "aecg_mechanisms_warmup-smoke").rglob("run.json"))) == 1
+
+
+# -- RQ3: dual-timescale reliability and asymmetric admission ------------------------------
+
+
+@pytest.mark.slow
+def test_rq3_dual_timescale_reviews_corrupted_skills_sooner_and_asymmetric_admission_spares_healthy_skills(
+    tmp_path,
+):
+    m = run(
+        tmp_path,
+        "aecg_rq3_drift_smoke",
+        "+mechanism.variants.symmetric_admission.admission.mode=symmetric",
+    )
+    dual, cumulative, idle = (m[("uses_to_review", v)] for v in ("dual_timescale", "cumulative_only", "no_governance"))
+    assert mean(dual) < mean(cumulative) < mean(idle)
+    failed = {v: mean(m[("polluted_failed_uses", v)]) for v in ("dual_timescale", "cumulative_only", "no_governance")}
+    assert failed["dual_timescale"] < failed["cumulative_only"] < failed["no_governance"]
+
+    def healthy_blamed(variant: str) -> int:
+        corrupted = json.loads((tmp_path / "aecg_rq3_drift-smoke/start/seed=0/corruption.json").read_text())
+        bad = {c["lineage"] for c in corrupted["skills"]}
+        evs = read_jsonl(variant_dir(tmp_path, "aecg_rq3_drift-smoke", variant) / "memory" / "audit.jsonl")
+        return sum(1 for e in evs if e["event"] == "admit_failure" and e.get("lineage") not in bad)
+
+    assert healthy_blamed("dual_timescale") < healthy_blamed("symmetric_admission")
+
+
+# -- RQ4: exposure-aware triage -------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_rq4_exposure_aware_review_covers_more_polluted_exposure_than_random(tmp_path):
+    m = run(tmp_path, "aecg_rq4_triage_smoke")
+    covered = {v: mean(m[("exposure_covered_first_two_reviews_pct", v)]) for v in ("exposure_aware", "random")}
+    failed = {v: mean(m[("failed_task_exposure", v)]) for v in ("exposure_aware", "random")}
+    assert covered["exposure_aware"] > covered["random"]
+    assert failed["exposure_aware"] < failed["random"]
+    assert max(m[("qualified_in_first_two_rounds_min", "exposure_aware")]) >= 2  # more candidates than budget
+
+
+def test_exposure_ranks_a_widely_propagating_team_skill_above_a_more_degraded_agent_skill():
+    """Two degraded skills on a team -> event -> agent graph under a budget of one review: exposure-aware
+    triage reviews the team skill (its decisions feed the whole graph); risk-only the agent skill."""
+    chain = [
+        ("t0", "team", (), (), "split the list in halves"),
+        ("e1", "event", ("t0",), (), "hand over the halves"),
+        ("e2", "event", ("t0",), (), "hand over the halves"),
+        ("a1", "agent", ("e1", "e2"), (), "merge the halves"),
+        ("a2", "agent", ("a1",), (), "check the order"),
+    ]
+
+    def with_recall(team: tuple[str, ...], agent: tuple[str, ...]):
+        return [
+            (i, lvl, par, team if lvl == "team" else agent if i == "a2" else (), act) for i, lvl, par, _, act in chain
+        ]
+
+    chosen = {}
+    for order in ("exposure", "risk"):
+        mem = make_memory({"triage": {"order": order}})
+        for i in range(3):
+            mem.observe(episode(f"grow{i}", chain, True))
+        mem.maintain(0)  # pending promotions (one per level)
+        team = next(s.id for s in mem.store.active_skills() if s.level == "team")
+        agent = next(s.id for s in mem.store.active_skills() if s.level == "agent")
+        for i in range(20):
+            mem.observe(episode(f"good{i}", with_recall((team,), (agent,)), True))
+        for i in range(10):  # both recalled: the judges blame the team skill (half weight)
+            mem.observe(episode(f"bad{i}", with_recall((team,), (agent,)), False))
+        for i in range(6):  # the agent skill alone (full weight): it degrades a little more
+            mem.observe(episode(f"agent-bad{i}", with_recall((), (agent,)), False))
+        mem.maintain(1)
+        qualified = events(mem, "review_round")[-1]["qualified"]
+        assert {q["skill"] for q in qualified} == {team, agent}, qualified
+        chosen[order] = events(mem, "review")[0]["skill"]
+        levels = {team: "team", agent: "agent"}
+    assert levels[chosen["exposure"]] == "team" and levels[chosen["risk"]] == "agent"
+
+
+# -- protocol parts ---------------------------------------------------------------------------
+
+
+def state_with(skills: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"memory": {"store": {"skills": skills}}, "framework": {}}
+
+
+def skill(sid: str, level: str, procedure: list[str], uses: int = 3, alpha: float = 8.0) -> dict[str, Any]:
+    return {
+        "id": sid,
+        "lineage": sid.split(".")[0],
+        "level": level,
+        "status": "active",
+        "uses": uses,
+        "exposure": [1.0] * uses,
+        "belief": {"slow": {"alpha": alpha, "beta": 2.0}},
+        "content": {"procedure": procedure},
+    }
+
+
+def test_corruption_is_a_seeded_pure_function_that_swaps_in_a_wrong_procedure_of_the_same_level():
+    state = state_with(
+        [
+            skill("s1.v1", "agent", ["move right", "stop"]),
+            skill("s2.v1", "agent", ["move left", "stop"]),
+            skill("s3.v1", "team", ["route"]),
+            skill("s4.v1", "agent", ["move up"], uses=0),  # never used: not validated
+        ]
+    )
+    before = json.dumps(state, sort_keys=True)
+    a, rec_a = corrupt(state, 2, seed=0)
+    assert json.dumps(state, sort_keys=True) == before  # input untouched
+    assert (a, rec_a) == corrupt(state, 2, seed=0)
+    assert {r["skill"] for r in rec_a} <= {"s1.v1", "s2.v1", "s3.v1"}
+    for r in rec_a:
+        assert r["procedure_after"] != r["procedure_before"]
+        if r["level"] == "agent":
+            assert r["how"].startswith("same-level swap")
+    with pytest.raises(ConfigError, match="validated skills"):
+        corrupt(state, 4, seed=0)
+
+
+def test_drift_measures_count_uses_until_the_first_review_and_failed_uses_of_polluted_versions():
+    evs = [
+        {"event": "observe", "success": False, "used": [{"id": "s1.v1", "decisions": 2, "cross_scope": 0, "reach": 3}]},
+        {"event": "observe", "success": True, "used": [{"id": "s1.v1", "decisions": 1, "cross_scope": 0, "reach": 1}]},
+        {"event": "review", "skill": "s1.v1"},
+        {
+            "event": "intervention",
+            "skill": "s1.v1",
+            "outcome": "candidate",
+            "candidate": "s1.v2",
+            "content": {"procedure": ["move left", "stop", "check"]},
+        },
+        {"event": "observe", "success": False, "used": [{"id": "s1.v2", "decisions": 1, "cross_scope": 0, "reach": 2}]},
+    ]
+    corrupted = [{"skill": "s1.v1", "procedure_after": ["move left", "stop"], "exposure": 4.0}]
+    records = [{"phase": "eval", "status": "ok", "success": s} for s in (False, True, False)]
+    d = metrics.drift_measures(evs, records, corrupted)
+    assert d["uses_to_review"] == 2 and d["never_reviewed"] == 0
+    assert d["polluted_failed_uses"] == 2  # s1.v2 kept the corrupted steps
+    t = metrics.triage_measures(evs, corrupted)
+    assert t["exposure_covered_first_two_reviews_pct"] == 100.0 and t["failed_task_exposure"] == 5
+
+
+def test_an_eval_only_run_starts_from_the_given_state_and_its_identity_names_that_state(tmp_path):
+    from aecg_bench.run import run_from_config
+
+    base = [
+        "framework=agentnet",
+        "memory=aecg",
+        "model=mock_aecg",
+        "benchmark.params.size=10",
+        "protocol.warmup_fraction=0.6",
+    ]
+    warm = run_from_config(compose([*base, "protocol.phases=warmup", "experiment_name=w"], tmp_path))
+    assert warm is not None and warm["n_items"] == 6 and warm["n_eval"] == 0
+    snap = sorted((tmp_path / "w").rglob("snapshot-*.json"))[-1]
+    state = json.loads(snap.read_text())["state"]
+    (tmp_path / "start.json").write_text(json.dumps(state))
+    evals = [*base, "protocol.phases=eval", f"protocol.start_state={tmp_path / 'start.json'}", "experiment_name=e"]
+    final = run_from_config(compose(evals, tmp_path))
+    assert final is not None and final["n_items"] == 4 and final["n_eval"] == 4
+    assert final["identity"]["start_state_hash"] is not None
+    first = json.loads(sorted((tmp_path / "e").rglob("snapshot-*.json"))[0].read_text())["state"]["memory"]
+    assert first["store"]["counters"]["memories"] >= state["memory"]["store"]["counters"]["memories"]
+    with pytest.raises(ConfigError, match="start_state"):
+        run_from_config(compose([*base, "protocol.phases=eval", "protocol.start_state=/nonexistent.json"], tmp_path))
+
+
+@pytest.mark.parametrize(
+    "name", ["aecg_rq2_scope", "aecg_rq3_drift", "aecg_rq4_triage", "aecg_rq2_scope_smoke", "aecg_rq4_triage_smoke"]
+)
+def test_every_mechanism_experiment_composes_into_a_valid_run_and_protocol(name, tmp_path):
+    from aecg_bench.mechanisms.protocol import check
+    from aecg_bench.runner.config import parse_run_config, validate_components
+
+    raw = compose([f"experiment={name}"], tmp_path)
+    check(raw["mechanism"], raw)
+    cfg = parse_run_config(raw)
+    validate_components(cfg)
+    assert cfg.protocol.warmup_fraction == 0.6 and cfg.framework.name == "agentnet"
+    if not name.endswith("smoke"):
+        assert cfg.benchmark.name == "scienceworld" and raw["mechanism"]["seeds"] == [0, 1, 2]
+
+
+def test_tables_and_figures_render_from_measures_beside_the_papers(tmp_path):
+    from aecg_bench.analysis.mechanisms import render
+
+    rows = [
+        ("rq2_scope", "cross_scope_use_pct", "flat_scope", 0, 20.0),
+        ("rq2_scope", "cross_scope_use_pct", "flat_scope", 1, 30.0),
+        ("rq2_scope", "cross_scope_use_pct", "hard_scope", 0, 0.0),
+        ("rq3_drift", "uses_to_review", "dual_timescale", 0, 4.0),
+        ("rq4_triage", "failed_task_exposure", "random", 0, 50.0),
+    ]
+    d = tmp_path / "m"
+    d.mkdir()
+    lines = ["test,quantity,variant,seed,value", *(",".join(map(str, r)) for r in rows)]
+    (d / "mechanisms.csv").write_text("\n".join(lines) + "\n")
+    summary = render([d], tmp_path / "out", "SMOKE")
+    flat = summary[(summary["variant"] == "flat_scope") & (summary["quantity"] == "cross_scope_use_pct")].iloc[0]
+    assert flat["ours"] == 25.0 and flat["paper"] == 36.5 and flat["seeds"] == 2
+    table = (tmp_path / "out" / "table3.md").read_text()
+    assert "25.00" in table and "(paper 36.50)" in table
+    for stem in ("figure3", "figure4"):
+        assert (tmp_path / "out" / f"{stem}.png").stat().st_size > 0 and (tmp_path / "out" / f"{stem}.pdf").exists()
