@@ -253,6 +253,11 @@ class Framework(Component, ABC):
     def observe(self, episode: Episode) -> None:
         """Learn from a finished, labelled episode; default: the framework does not adapt."""
 
+    def randomness(self) -> list[str]:
+        """What the sample's seeded rng (`AgentContext.rng`) decides in this configuration, for run.json's
+        `seed_effects`; default: nothing."""
+        return []
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 

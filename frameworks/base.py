@@ -37,6 +37,7 @@ from typing import Any
 
 from aecg_bench.contracts import AgentContext, Environment
 from aecg_bench.llm.client import Completion
+from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.types import (
     Action,
     DecisionNode,
@@ -106,7 +107,9 @@ class DecisionRequest:
 
     `action_grammar=False` drops the task's action grammar for decisions whose
     output is not an action (plans, critiques, routes); `grammar` is the
-    decision's own output grammar (a critic's verdict, a router's decision).
+    decision's own output grammar (a critic's verdict, a router's decision),
+    `schema` the same shape as a JSON object for providers that take a JSON
+    schema or a forced tool call instead (`ModelSpec.structured_output`).
     `llm_role` picks the model (`model.roles`; `model` names one directly);
     the call's usage is accounted under `account` (default: the decision's
     `role`), so a run's cost splits by role. `framework_memory` is the
@@ -128,6 +131,7 @@ class DecisionRequest:
     action: Action | None = None
     tools: list[dict[str, Any]] | None = None
     grammar: str | None = None
+    schema: OutputSchema | None = None
     action_grammar: bool = True
     temperature: float | None = None
     max_tokens: int | None = None
@@ -205,6 +209,7 @@ class Decider:
             model=req.model or (self.ctx.model if req.llm_role == "agent" else None),
             tools=req.tools,
             grammar=grammar,
+            schema=req.schema,
             temperature=req.temperature,
             max_tokens=req.max_tokens,
             account=req.account or req.role,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from aecg_bench.doctor import missing_host_features, runtime_cpu_features
 
-PORTABLE = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 0 | LLAMAFILE = 1 | OPENMP = 1 |"
+PORTABLE = (
+    "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 0 | LLAMAFILE = 1 | OPENMP = 1 |"
+)
 NATIVE_SPR = PORTABLE.replace("AVX512 = 0", "AVX512 = 1 | AVX512_BF16 = 1 | AMX_INT8 = 1")
 
 

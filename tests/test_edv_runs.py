@@ -165,11 +165,12 @@ def test_edv_runs_fever_with_the_embedded_model_pool(make_config, shared_data):
             "benchmark.params.size=4",
             "benchmark.params.download=false",
             "experiment=edv_online",
+            "model=edv_pool_local",
             "protocol.warmup_fraction=0.5",
             "memory.params.candidates_per_executor=1",
             "memory.params.distill_max_tokens=160",
             "memory.params.verify_max_tokens=64",
-            "memory.params.max_trajectory_chars=1200",
+            "memory.params.max_chars_per_candidate=600",
             data_root=shared_data,
         )
     )

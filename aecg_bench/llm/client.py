@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aecg_bench.errors import ConfigError, InfraError, unknown_choice
+from aecg_bench.llm import structured as structured_output
 from aecg_bench.llm import tool_emulation
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache
@@ -39,6 +40,7 @@ from aecg_bench.llm.providers import (
 )
 from aecg_bench.llm.ratelimit import SharedRateLimiter, estimate_tokens
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
+from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
 
@@ -59,6 +61,7 @@ class Completion:
     finish_reason: str
     key: str
     retries: int = 0
+    structured: str = ""  # how the reply was constrained to the call's schema: json_schema | tool_call | ""
 
 
 class _Shared:
@@ -158,6 +161,10 @@ class LLMClient:
         view.usage_role = self.usage_role if usage_role is None else usage_role
         return view
 
+    def seed_support(self) -> dict[str, bool]:
+        """Per model label: whether the provider passes the request's `seed` to its sampler."""
+        return {label: self._shared.providers[s.provider].supports_seed(s) for label, s in self.models.items()}
+
     @property
     def cache(self) -> ResponseCache:
         return self._shared.cache
@@ -196,14 +203,23 @@ class LLMClient:
         sample_index: int | None = None,
         scope: str | None = None,
         account: str | None = None,
+        schema: OutputSchema | None = None,
     ) -> Completion:
         """One model call. `role` picks the model (`model.roles`); `account` names the role the
         call's usage is recorded under (a framework's planner, critic, router...; default `role`).
-        A view's `usage_role` overrides both for accounting (EDV's executor/solver split)."""
+        A view's `usage_role` overrides both for accounting (EDV's executor/solver split).
+        `schema` is the reply's shape for models without grammars whose spec names a
+        `structured_output` mode; the reply text is then the JSON object (`Completion.structured`)."""
         spec = self.model_for(role, model)
         accounted = self.usage_role or account or role
         sample_index = self.sample_index if sample_index is None else sample_index
         temperature = self.temperature if temperature is None else temperature
+        structured = structured_mode(spec, schema, grammar, tools)
+        if structured:
+            assert schema is not None
+            fields = structured_output.request_fields(structured, schema)
+            response_format = fields.get("response_format", response_format)
+            tools, tool_choice = fields.get("tools", tools), fields.get("tool_choice", tool_choice)
         request, emulated = self._build_request(
             spec, messages, temperature, max_tokens, stop, response_format, grammar, tools, tool_choice
         )
@@ -224,6 +240,9 @@ class LLMClient:
         text, calls = result.text, result.tool_calls
         if emulated:
             text, calls = tool_emulation.parse(result.text)
+        elif structured:
+            assert schema is not None
+            text, calls = structured_output.reply_text(structured, schema, result), ()
         cost = cost_of(self._shared.prices[spec.label], result.usage)
         for meter in self.meters:
             meter.add(
@@ -246,6 +265,7 @@ class LLMClient:
             finish_reason=result.finish_reason,
             key=key,
             retries=retries,
+            structured=structured,
         )
 
     async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Completion:
@@ -338,6 +358,17 @@ class LLMClient:
         for meter in self.meters:
             meter.add_error(role=role, model=spec.label, retries=policy.max_attempts - 1)
         raise InfraError(f"model {spec.label!r} failed {policy.max_attempts} times; last error: {last_error}")
+
+
+def structured_mode(
+    spec: ModelSpec, schema: OutputSchema | None, grammar: str | None, tools: list[dict[str, Any]] | None
+) -> str:
+    """How a call with an output schema is constrained on this model: "" when it has no schema, when a
+    GBNF grammar constrains it instead (grammar-capable models), when it offers the task's tools, or when
+    the provider supports neither mode (the reply is then parsed as free text)."""
+    if schema is None or spec.structured_output == "none" or tools or (grammar and spec.grammar):
+        return ""
+    return spec.structured_output
 
 
 def _backoff(policy: RetryPolicy, attempt: int, retry_after: float | None) -> float:

@@ -43,6 +43,8 @@ class RemoteEmbedding:
     api_base: str | None = None
     api_key_env: str | None = None
     dim: int = 2560
+
+
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     [

@@ -59,9 +59,26 @@ class Provider:
     def __call__(self, spec: ModelSpec, request: Request) -> ProviderResult:  # pragma: no cover
         raise NotImplementedError
 
+    def supports_seed(self, spec: ModelSpec) -> bool:
+        """Whether the request's `seed` reaches the model's sampler (run.json's `seed_effects`)."""
+        return False
+
 
 class LiteLLMProvider(Provider):
     """Any litellm model string, OpenAI-compatible servers, and the embedded local model."""
+
+    def supports_seed(self, spec: ModelSpec) -> bool:
+        """llama.cpp seeds its sampler; other providers as litellm lists their parameters."""
+        from aecg_bench.llm.litellm_setup import LOCAL_PROVIDER, import_litellm
+
+        provider, _, name = spec.model.partition("/")
+        if provider == LOCAL_PROVIDER:
+            return True
+        try:
+            supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider)
+        except Exception:  # an unknown provider: nothing is claimed
+            return False
+        return "seed" in (supported or [])
 
     def __call__(self, spec: ModelSpec, request: Request) -> ProviderResult:
         from aecg_bench.llm.litellm_setup import LOCAL_PROVIDER, import_litellm

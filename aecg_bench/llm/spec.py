@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aecg_bench.llm.ratelimit import RateLimit
 
@@ -39,12 +39,23 @@ class ModelSpec(BaseModel):
     timeout_s: float = Field(120.0, gt=0)
     native_tools: bool = True  # False: tool calls are emulated with constrained JSON output
     grammar: bool = False  # the server accepts GBNF grammars (llama.cpp); otherwise grammars are dropped
+    # how verdicts and routes are constrained where there is no grammar (aecg_bench/llm/structured.py):
+    # json_schema (response_format), tool_call (one forced function call), none (free text, parsed)
+    structured_output: Literal["none", "json_schema", "tool_call"] = "none"
     temperature: float = 0.0
     max_tokens: int = Field(512, ge=1)  # default when a call does not ask for a length
     max_output_tokens: int | None = Field(None, ge=1)  # hard cap on every call (small local models)
     price: Price | None = None  # overrides the versioned price table
     rate_limit: RateLimit | None = None  # shared by every process of a sweep (llm/ratelimit.py)
     options: dict[str, Any] = Field(default_factory=dict)  # provider-specific (mock policy, n_ctx, ...)
+
+    @model_validator(mode="after")
+    def _tool_call_needs_native_tools(self) -> ModelSpec:
+        if self.structured_output == "tool_call" and not self.native_tools:
+            raise ValueError(
+                "structured_output=tool_call needs native_tools=true; use json_schema (or none) for this model"
+            )
+        return self
 
     @property
     def provider_key(self) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
+import random
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Any
 from aecg_bench import registry
 from aecg_bench.audit import AuditLog
 from aecg_bench.benchmarks.data import data_root
-from aecg_bench.contracts import Benchmark, MemoryServices
+from aecg_bench.contracts import Benchmark, Framework, MemoryServices
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache, shard_name
@@ -25,7 +28,8 @@ from aecg_bench.llm.ratelimit import SharedRateLimiter
 from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
-from aecg_bench.runner.identity import results_dir, scrub, stable_hash
+from aecg_bench.runner.identity import derive_seed, results_dir, scrub, stable_hash
+from aecg_bench.types import Sample
 
 PACKAGES = (
     "aecg-bench",
@@ -61,25 +65,40 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
     for split in {p.split, *([p.build_split] if p.mode == "build_then_freeze" else [])}:
         if split not in splits:
             raise ConfigError(f"benchmark {benchmark.name!r} has no split {split!r}; valid splits: {', '.join(splits)}")
+    ordered = functools.partial(stream_order, p.order, cfg.seed, benchmark.name)
     items: list[StreamItem] = []
     if p.mode == "build_then_freeze":
         build = benchmark.samples(p.build_split)
         for epoch in range(p.build_epochs):
-            items += [StreamItem(len(items) + i, "build", s, epoch) for i, s in enumerate(build)]
+            items += [
+                StreamItem(len(items) + i, "build", s, epoch) for i, s in enumerate(ordered(build, "build", epoch))
+            ]
     evals = benchmark.samples(p.split)
     if p.limit is not None:
         evals = evals[: p.limit]
     n_warm = round(len(evals) * p.warmup_fraction)
-    for i, s in enumerate(evals):
-        phase = "warmup" if i < n_warm else "eval"
+    for phase, part in (("warmup", evals[:n_warm]), ("eval", evals[n_warm:])):
         if p.phases in ("all", phase):  # one part of the stream only: positions count within it
-            items.append(StreamItem(len(items), phase, s))
+            items += [StreamItem(len(items) + i, phase, s) for i, s in enumerate(ordered(part, phase, 0))]
     if p.phases == "eval" and not items:
         raise ConfigError(f"protocol.phases=eval leaves no eval items (warmup_fraction={p.warmup_fraction})")
     ids = [it.sample.id for it in items]
     if len(set(zip(ids, (it.phase for it in items), (it.epoch for it in items), strict=True))) != len(items):
         raise ConfigError(f"benchmark {benchmark.name!r} yields duplicate sample ids in one phase")
     return items
+
+
+def stream_order(order: str, seed: int, benchmark: str, samples: list[Sample], phase: str, epoch: int) -> list[Sample]:
+    """One phase's samples in the run's order: as given, or shuffled by a seed drawn from the run seed.
+
+    Only the order within a phase changes: which samples are built on, warmed up on and evaluated
+    (`limit`, `warmup_fraction`) is fixed by the given order, so every seed is scored on the same
+    samples and a warm-up snapshot fits every eval run of its seed."""
+    if order == "given":
+        return list(samples)
+    shuffled = list(samples)
+    random.Random(derive_seed(seed, benchmark, "order", phase, epoch)).shuffle(shuffled)
+    return shuffled
 
 
 def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
@@ -147,7 +166,20 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     )
     header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
     header["protocol"]["label_source"] = protocol.label_source  # what memory learns from, after the method's say
+    header["seed_effects"] = seed_effects(cfg, stream, framework, llm)
     return RunPlan(cfg, run_dir, stream, header), services, audit
+
+
+def seed_effects(cfg: RunConfig, stream: list[StreamItem], framework: Framework, llm: LLMClient) -> dict[str, Any]:
+    """What changing `seed` changes in this run (docs/frameworks/README.md, "What a seed varies")."""
+    phases = Counter(it.phase for it in stream)
+    return {
+        "sample_order": cfg.protocol.order == "shuffled" and any(n > 1 for n in phases.values()),
+        "provider_seed": llm.seed_support(),
+        "temperature": {label: spec.temperature for label, spec in llm.models.items()},
+        "framework_randomness": framework.randomness(),
+        "cache_keys": True,
+    }
 
 
 def memory_label(cfg: RunConfig) -> str:

@@ -64,6 +64,9 @@ class ProtocolConfig(_Strict):
     max_invalid_actions: int = Field(3, ge=0)
     max_steps: int | None = Field(None, ge=1)  # cap below every task's step limit (smoke presets)
     limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
+    # given: the benchmark's order (what the papers run); shuffled: each phase's items in an order drawn
+    # from the run seed (the phases and their samples stay the same; docs/frameworks/README.md).
+    order: Literal["given", "shuffled"] = "given"
 
 
 class EmbedderConfig(_Strict):

@@ -268,7 +268,9 @@ class EDVMemory(MemoryMethod):
         """(model, success) pairs the Ability Matrix learns from: the distiller's assessment of each
         candidate (paper), or the run's outcome labels (`ability_from: labels`)."""
         if self.params.ability_from == "labels":
-            return [(e.model, bool(e.episode.outcome.success)) for e in executed if e.episode.outcome.success is not None]
+            return [
+                (e.model, bool(e.episode.outcome.success)) for e in executed if e.episode.outcome.success is not None
+            ]
         return [(e.model, assessed[e.candidate.number]) for e in executed if e.candidate.number in assessed]
 
     def _commit(

@@ -151,10 +151,7 @@ def verify_messages(
 
 def judge_messages(task: Task, candidates: Sequence[Candidate], *, max_chars: int) -> tuple[str, str]:
     """(system, user) of the Judge baseline's adjudication; attempts carry no outcome; `max_chars` each."""
-    blocks = [
-        f"### Attempt {c.number}\n{render_trajectory(c.trajectory, max_chars=max_chars)}"
-        for c in candidates
-    ]
+    blocks = [f"### Attempt {c.number}\n{render_trajectory(c.trajectory, max_chars=max_chars)}" for c in candidates]
     user = f"## Task\n{task.instruction.strip()}\n\n## Attempts\n" + "\n\n".join(blocks)
     return JUDGE_SYSTEM, user
 

@@ -13,7 +13,7 @@ from pydantic import Field
 from aecg_bench.contracts import AgentContext, Environment, Framework, Params
 from aecg_bench.types import Episode, Level, MemoryItem, Task, Trajectory
 from frameworks.agentnet.network import Network, Rates
-from frameworks.agentnet.routing import HANDOVER, Route, grammar, parse_reply, router_prompt
+from frameworks.agentnet.routing import HANDOVER, Route, grammar, read_route, router_prompt, schema
 from frameworks.base import (
     ACT_INSTRUCTIONS,
     ENDINGS,
@@ -145,6 +145,9 @@ class AgentNetFramework(Framework):
 
     # -- one task --------------------------------------------------------------
 
+    def randomness(self) -> list[str]:
+        return ["entry agent among the agents tied for the best ability"]
+
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         """The relay (AgentNet experiment.py `solve_a_single_task`): the holder's router forwards,
         executes or splits; after a split part its router names the next agent or declares completion."""
@@ -230,13 +233,14 @@ class AgentNetFramework(Framework):
                 step=run.loop.steps_taken,
                 recall_context=what,
                 grammar=grammar(offered, [b for b, *_ in shown]),
+                schema=schema(offered, [b for b, *_ in shown]),
                 action_grammar=False,
                 model=self._model(agent),
                 framework_memory=self._pool(agent, "router", run.task, what),
                 **run.transcript.view(f"{label} to route: {what}{note}", acting=False, ending=ENDINGS["router"]),
             )
             parent = decision.node.id
-            route = parse_reply(decision.node.output, offered)
+            route = read_route(decision.node.output, offered, bool(decision.completion.structured))
             run.record["routes"].append(
                 {
                     "decision": decision.node.id,

@@ -9,15 +9,18 @@ ROUTER_PROMPT_FORMAT and ROUTER_PROMPT_DECIDE_NEXT_AGENT_ID_FORMAT; src/agent.py
 
 The original reads labelled fields (DECISION, NEXT_AGENT_ID, EXECUTABLE ...)
 from free text; here each reply is one line with its own grammar (GBNF for
-grammar-capable models), and a reply that matches none of the offered options
-is `unparsed`: recorded and counted, never read as a decision.
+grammar-capable models), or the same decision as a JSON object (`schema`) on
+providers with structured output, and a reply that matches none of the offered
+options is `unparsed`: recorded and counted, never read as a decision.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from aecg_bench.llm.structured import OutputSchema, json_object
 
 HANDOVER = "SUBTASK DONE"
 _ROUTE = re.compile(r"^(execute|forward|split|complete|incomplete)\b[\s:,\-]*(.*)$", re.I)
@@ -68,6 +71,32 @@ def grammar(offered: tuple[str, ...], agents: list[str]) -> str:
             "text ::= [^\\n]{1,300}",
         ]
     )
+
+
+def schema(offered: tuple[str, ...], agents: list[str]) -> OutputSchema:
+    """The router's decision as a JSON object (structured-output providers): the option, the agent it
+    names (forward, incomplete) and its text (split: the part taken; incomplete: what remains)."""
+    props: dict[str, Any] = {"decision": {"type": "string", "enum": [o.upper() for o in offered]}}
+    if {"forward", "incomplete"} & set(offered):
+        props["agent"] = {"type": "string", "enum": [*agents, ""], "description": "empty unless FORWARD/INCOMPLETE"}
+    if {"split", "incomplete"} & set(offered):
+        props["text"] = {"type": "string", "description": "SPLIT: the part you do now; INCOMPLETE: what remains"}
+    body = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    return OutputSchema("route", body, "The router's decision on the task it holds.")
+
+
+def read_route(text: str, offered: tuple[str, ...], structured: bool) -> Route:
+    """A router reply: its JSON object when the provider was asked for one, else (or when the reply is no
+    JSON object at all) its line (`parse_reply`). The object is rewritten as the line it stands for, so
+    both are read by the same rules."""
+    obj = json_object(text) if structured else None
+    if obj is None:
+        return parse_reply(text, offered)
+    kind, agent, rest = obj.get("decision"), obj.get("agent", ""), obj.get("text", "")
+    if not (isinstance(kind, str) and isinstance(agent, str) and isinstance(rest, str)):
+        return Route("unparsed")
+    line = {"FORWARD": f"FORWARD {agent}", "SPLIT": f"SPLIT: {rest}", "INCOMPLETE": f"INCOMPLETE {agent}: {rest}"}
+    return parse_reply(line.get(kind, kind), offered)
 
 
 OPTION_TEXT = {

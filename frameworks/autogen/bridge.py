@@ -42,6 +42,7 @@ from autogen_core.models import (
 )
 from autogen_core.tools import Tool, ToolSchema
 
+from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.types import Level
 from frameworks.base import Decider, Decision, EnvLoop, Transcript, with_notes
 
@@ -64,6 +65,7 @@ class AgentSpec:
     persistent: bool = False  # its latest message stays visible to teammates (a plan)
     ending: str = ""  # the prompt's last line for a non-acting role (`frameworks.base.ENDINGS`)
     grammar: str | None = None  # GBNF of the role's output (critic verdicts), for grammar-capable models
+    schema: OutputSchema | None = None  # the same output as a JSON object, for structured-output providers
 
 
 @dataclass
@@ -224,6 +226,7 @@ class BridgeClient(_ClientBase):
             tools=state.transcript.tools if spec.acts and conversation else None,
             action_grammar=spec.acts,
             grammar=spec.grammar,
+            schema=spec.schema,
             **state.transcript.view(state.note if spec.acts else "", acting=spec.acts, ending=spec.ending),
         )
         state.record(spec, decision)

@@ -21,6 +21,7 @@ from autogen_core.model_context import HeadAndTailChatCompletionContext
 from pydantic import Field
 
 from aecg_bench.contracts import AgentContext, Environment, Framework, Params
+from aecg_bench.llm.structured import OutputSchema, json_object
 from aecg_bench.types import Action, Task, Trajectory
 from frameworks.autogen.bridge import ENVIRONMENT, AgentSpec, BridgeClient, NoSelectorModel, TeamState
 from frameworks.base import (
@@ -55,10 +56,41 @@ VERDICT_GRAMMAR = 'root ::= "APPROVE" | "REJECT: " [^\\n]{1,200}'
 """The critic's output grammar (GBNF, for grammar-capable models): a verdict, nothing else."""
 
 
+VERDICT_SCHEMA = OutputSchema(
+    "verdict",
+    {
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "string", "enum": ["APPROVE", "REJECT"]},
+            "reason": {"type": "string", "description": "why the proposal is rejected; empty when approved"},
+        },
+        "required": ["verdict", "reason"],
+        "additionalProperties": False,
+    },
+    "The critic's verdict on the executor's latest proposal.",
+)
+"""The verdict as a JSON object, for providers with structured output (JSON schema or a tool call)."""
+
+
 def parse_verdict(text: str) -> str:
     """`approve`, `reject` or `unparsed`: a reply that names no verdict is not an approval."""
     m = _VERDICT.match(text or "")
     return m.group(1).lower() if m else "unparsed"
+
+
+def read_verdict(decision: Decision) -> str:
+    """The verdict of a critic decision, from its JSON object when the provider was asked for one
+    (`VERDICT_SCHEMA`), else (or when the reply is no JSON object at all) from its line; an object
+    without a valid verdict is `unparsed`."""
+    obj = json_object(decision.node.output) if decision.completion.structured else None
+    if obj is None:
+        return parse_verdict(decision.node.output)
+    verdict, reason = obj.get("verdict"), obj.get("reason")
+    if verdict == "APPROVE":
+        return parse_verdict("APPROVE")
+    if verdict == "REJECT" and isinstance(reason, str):
+        return parse_verdict(f"REJECT: {reason}")
+    return "unparsed"
 
 
 class AutoGenParams(Params):
@@ -127,7 +159,15 @@ class TeamProtocol(_Protocol):
         ]
         if self.params.critic:
             specs.append(
-                AgentSpec("critic", "critic", "event", CRITIC, ending=ENDINGS["critic"], grammar=VERDICT_GRAMMAR)
+                AgentSpec(
+                    "critic",
+                    "critic",
+                    "event",
+                    CRITIC,
+                    ending=ENDINGS["critic"],
+                    grammar=VERDICT_GRAMMAR,
+                    schema=VERDICT_SCHEMA,
+                )
             )
         return specs
 
@@ -151,7 +191,7 @@ class TeamProtocol(_Protocol):
         elif spec.name == "executor":
             self.done = self.propose(decision) is None or not self.params.critic
         else:
-            verdict = parse_verdict(decision.node.output)
+            verdict = read_verdict(decision)
             self.verdicts.append({"decision": decision.node.id, "step": self.step, "verdict": verdict})
             self.reask = verdict == "unparsed" and self.reasks < self.params.verdict_retries
             if self.reask:

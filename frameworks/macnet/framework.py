@@ -102,6 +102,9 @@ class MacNetFramework(Framework):
     version = "2"
     Params = MacNetParams
 
+    def randomness(self) -> list[str]:
+        return ["the random graph's edges"] if self.params.topology == "random" else []
+
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         p = self.params
         traj = ctx.trajectory
