@@ -17,8 +17,9 @@ PRESET ?=
 MODEL ?=
 MEMORY_MODEL ?=
 JOBS ?= 2
+RUNTIME ?= local
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
-	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
+	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
 
 .PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
 	reproduce-edv report
@@ -50,7 +51,8 @@ perf:
 	$(BIN)/python scripts/perf/recall_latency.py
 
 # AECG Table 1 + Figure 5 / Table 2: sweep (resumable), then the table beside the paper's numbers.
-# PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids; DRY_RUN=1 prices the paper preset.
+# PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids; DRY_RUN=1 prices the paper preset;
+# RUNTIME=local (JOBS parallel runs) | slurm | ray (docs/infra/scale-out.md).
 reproduce-table1:
 	$(BIN)/python scripts/reproduce.py table1 $(REPRODUCE_ARGS)
 

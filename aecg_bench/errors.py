@@ -35,6 +35,10 @@ class CacheMissError(AecgBenchError):
     """`read_only` cache mode met a call it has no answer for."""
 
 
+class BudgetExceededError(AecgBenchError):
+    """The next paid call would take the sweep past `runtime.max_cost_usd`; the run stops, resumable."""
+
+
 class RunStateError(AecgBenchError):
     """A file the run reads or writes is damaged or cannot be written (disk full, read-only)."""
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.errors import AecgBenchError, ConfigError, RunRefused, one_line, unknown_choice
+from aecg_bench.errors import AecgBenchError, BudgetExceededError, ConfigError, RunRefused, one_line, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset", "arm")
@@ -144,7 +144,13 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
     except AecgBenchError as exc:
         if not in_sweep:
             raise
-        status = "refused" if isinstance(exc, RunRefused) else "failed"
+        status = (
+            "refused"
+            if isinstance(exc, RunRefused)
+            else "stopped"
+            if isinstance(exc, BudgetExceededError)
+            else "failed"
+        )
         _sweep_report(where, status, redactor(one_line(exc)))
         return None
     except KeyboardInterrupt:

@@ -1,7 +1,7 @@
 """Run a paper experiment's sweep, then render its table: `make reproduce-table1 [PRESET=...]`.
 
     python scripts/reproduce.py table1 [--preset smoke|paper] [--model ID] [--memory-model ID]
-                                       [--jobs N] [--dry-run]
+                                       [--jobs N] [--runtime local|slurm|ray] [--dry-run]
     python scripts/reproduce.py edv [--preset smoke|paper] [--only table1,fig4_epochs] [--pool NAME]
                                     [--jobs N] [--dry-run [--price IN,OUT] [--size BENCH=BUILD,EVAL]]
 
@@ -39,6 +39,9 @@ def main() -> int:
     parser.add_argument("--memory-model", default=None, help="litellm model id for memory-side processes")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("AECG_JOBS", "2")))
     parser.add_argument("--results-root", default="results")
+    parser.add_argument(
+        "--runtime", choices=["local", "slurm", "ray"], default="local", help="where runs execute (scale-out.md)"
+    )
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--only", default=None, help="edv: comma-separated experiments (default: all)")
     parser.add_argument("--pool", default=None, help="edv: model config of the pool (smoke: edv_pool_local)")
@@ -71,9 +74,11 @@ def main() -> int:
     overrides = [
         f"experiment={name}",
         f"runtime.results_root={args.results_root}",
-        f"hydra.launcher.n_jobs={args.jobs}",
+        f"runtime={args.runtime}",
         *overrides_from_args(args),
     ]
+    if args.runtime == "local":
+        overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
     sweep = subprocess.run(cmd, cwd=ROOT)

@@ -17,6 +17,13 @@ may share one file. A writer that holds the file longer than `lock_timeout_s`
 costs one wait: the response is used but not stored, and this process stops
 storing (one warning) instead of waiting again on every call. A file that is
 not a usable SQLite database (garbage, truncated) stops the run with one line.
+
+SQLite on a network file system is unsafe for concurrent writers (its locks
+are unreliable there, and WAL needs shared memory), so jobs of a cluster write
+shards instead (`shard=`): each process writes its own file under
+`<cache>.shards/` in rollback-journal mode and reads the main cache as an
+immutable file; `merge_shards` folds the shards into the main cache after the
+sweep, the earliest answer for a key winning.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -57,14 +66,32 @@ def _locked(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
+def shard_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".shards")
+
+
+def shard_name() -> str:
+    """One shard per process: host and pid (a requeued job is a new process with a new shard)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
 class ResponseCache:
-    def __init__(self, path: Path | None, mode: CacheMode = "read_write", *, lock_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        mode: CacheMode = "read_write",
+        *,
+        lock_timeout_s: float = 10.0,
+        shard: str | None = None,
+    ) -> None:
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; valid choices: {', '.join(CACHE_MODES)}")
         if mode != "off" and path is None:
             raise ConfigError(f"cache mode {mode!r} needs a cache path")
         self.path = path
         self.mode: CacheMode = mode
+        # Where this process writes: the main file, or its own shard next to it.
+        self.write_path = shard_dir(path) / f"{shard}.sqlite" if shard and path and mode == "read_write" else path
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
@@ -73,8 +100,8 @@ class ResponseCache:
         self._writes_off = False
         if mode == "read_only" and path is not None and not path.exists():
             raise CacheMissError(f"read_only cache {path} does not exist")
-        if mode != "off" and path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if mode != "off" and self.write_path is not None:
+            self.write_path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._conn()  # create the schema up front
                 self._conn().execute("SELECT key FROM responses LIMIT 1").fetchone()
@@ -96,19 +123,36 @@ class ResponseCache:
             )
         return RunStateError(f"response cache {self.path} is not usable ({text}); {advice}")
 
+    @property
+    def sharded(self) -> bool:
+        return self.write_path != self.path
+
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection to the file it writes (or reads, in read_only mode)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            assert self.path is not None
-            uri = f"file:{self.path}?mode=ro" if self.mode == "read_only" else f"file:{self.path}"
-            conn = sqlite3.connect(
-                uri, uri=True, timeout=self.lock_timeout_s, isolation_level=None, check_same_thread=False
-            )
+            assert self.write_path is not None
+            uri = f"file:{self.write_path}?mode=ro" if self.mode == "read_only" else f"file:{self.write_path}"
+            conn = _connect(uri, self.lock_timeout_s)
             if self.mode != "read_only":
-                conn.execute("PRAGMA journal_mode=WAL")
+                # one writer per shard: no shared memory needed (WAL's would not work on a network file system)
+                conn.execute(f"PRAGMA journal_mode={'DELETE' if self.sharded else 'WAL'}")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(_SCHEMA)
             self._local.conn = conn
+        return conn
+
+    def _merged(self) -> sqlite3.Connection | None:
+        """A sharded process's read-only view of the main cache (None before the first merge)."""
+        if not self.sharded:
+            return None
+        conn = getattr(self._local, "merged", None)
+        if conn is None:
+            assert self.path is not None
+            if not self.path.exists():
+                return None
+            conn = _connect(_read_only_uri(self.path), self.lock_timeout_s)
+            self._local.merged = conn
         return conn
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -116,15 +160,21 @@ class ResponseCache:
         if self.mode == "off":
             return None
         try:
-            row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            merged = self._merged()
+            row = merged.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone() if merged else None
+            if row is None:
+                row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
             raise self._unusable(exc) from None
         if row is None:
             self.misses += 1
             if self.mode == "read_only":
+                assert self.path is not None
+                unmerged = any(shard_dir(self.path).glob("*.sqlite"))
+                hint = f"; shards not yet merged? python -m aecg_bench.llm.cache merge {self.path}" if unmerged else ""
                 raise CacheMissError(
                     f"cache miss in read_only mode for key {key} (cache {self.path}); "
-                    "rerun with runtime.cache.mode=read_write to fill it"
+                    f"rerun with runtime.cache.mode=read_write to fill it{hint}"
                 )
             return None
         self.hits += 1
@@ -160,10 +210,19 @@ class ResponseCache:
             return value
         return value if row is None else json.loads(row[0])
 
+    def _rows(self) -> dict[str, tuple[str, str, str, float]]:
+        rows: dict[str, tuple[str, str, str, float]] = {}
+        for conn in (self._conn(), self._merged()):  # own shard first, then the main cache (which wins)
+            if conn is not None:
+                rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
+        return rows
+
     def __len__(self) -> int:
         if self.mode == "off":
             return 0
-        return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        if not self.sharded:
+            return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return len(self._rows())
 
     def export(self, dest: Path, keys: set[str] | None = None) -> int:
         """Copy entries (all, or the given keys) into a new cache file: a replay bundle."""
@@ -172,10 +231,69 @@ class ResponseCache:
         dest.parent.mkdir(parents=True, exist_ok=True)
         out = sqlite3.connect(dest, isolation_level=None)
         out.execute(_SCHEMA)
-        rows = self._conn().execute("SELECT key, model, value, created FROM responses").fetchall()
-        chosen = [r for r in rows if keys is None or r[0] in keys]
+        chosen = [r for k, r in self._rows().items() if keys is None or k in keys]
         out.execute("BEGIN")
         out.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", chosen)
         out.execute("COMMIT")
         out.close()
         return len(chosen)
+
+
+def merge_shards(path: Path) -> tuple[int, int]:
+    """Fold every shard of the cache at `path` into it; the earliest answer for a key wins, whatever the
+    order of merging. Idempotent (shards are kept). Returns (shards merged, entries added)."""
+    shards = sorted(shard_dir(path).glob("*.sqlite"))
+    main = _writable(path, "WAL")
+    before = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    for shard in shards:
+        main.execute("ATTACH DATABASE ? AS shard", (f"file:{shard}?mode=ro",))
+        main.execute("BEGIN IMMEDIATE")
+        main.execute(
+            "INSERT INTO responses SELECT key, model, value, created FROM shard.responses WHERE true "
+            "ON CONFLICT(key) DO UPDATE SET model = excluded.model, value = excluded.value, created = excluded.created "
+            "WHERE excluded.created < responses.created"
+        )
+        main.execute("COMMIT")
+        main.execute("DETACH DATABASE shard")
+    after = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    main.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # readers that open it immutable see everything
+    main.close()
+    return len(shards), after - before
+
+
+def _read_only_uri(path: Path) -> str:
+    """The main cache as sharded processes read it: immutable (no locks, no shared memory, safe on a network
+    file system) when everything is checkpointed into the file, as `merge_shards` leaves it; read-only with
+    locks while a writer on this machine still holds entries in its write-ahead log."""
+    wal = path.with_name(path.name + "-wal")
+    pending = wal.exists() and wal.stat().st_size > 0
+    return f"file:{path}?mode=ro" if pending else f"file:{path}?mode=ro&immutable=1"
+
+
+def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+
+
+def _writable(path: Path, journal: str) -> sqlite3.Connection:
+    conn = _connect(f"file:{path}", 60.0)
+    conn.execute(f"PRAGMA journal_mode={journal}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m aecg_bench.llm.cache merge results/.cache/llm.sqlite`: fold a cluster sweep's shards."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("command", choices=["merge"])
+    parser.add_argument("path", type=Path)
+    args = parser.parse_args(argv)
+    n_shards, added = merge_shards(args.path)
+    print(f"merged {n_shards} shards into {args.path}: {added} new entries")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

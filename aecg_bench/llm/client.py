@@ -28,6 +28,7 @@ from typing import Any
 from aecg_bench.errors import ConfigError, InfraError, unknown_choice
 from aecg_bench.llm import structured as structured_output
 from aecg_bench.llm import tool_emulation
+from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.pricing import cost_of, price_for
 from aecg_bench.llm.providers import (
@@ -37,6 +38,7 @@ from aecg_bench.llm.providers import (
     Request,
     TransientProviderError,
 )
+from aecg_bench.llm.ratelimit import SharedRateLimiter, estimate_tokens
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.llm.usage import Usage, UsageMeter
@@ -73,6 +75,8 @@ class _Shared:
         retry: RetryPolicy,
         providers: dict[str, Provider] | None,
         sleep: Callable[[float], None],
+        rate_limiter: SharedRateLimiter | None,
+        budget: SweepBudget | None,
     ) -> None:
         self.models = models
         self.roles = roles
@@ -86,6 +90,11 @@ class _Shared:
         self.providers = providers
         self.limits = {label: threading.BoundedSemaphore(spec.max_concurrency) for label, spec in models.items()}
         self.prices = {label: price_for(spec) for label, spec in models.items()}
+        self.rate_limiter = rate_limiter
+        self.budget = budget
+        limited = sorted(label for label, spec in models.items() if spec.rate_limit is not None)
+        if limited and rate_limiter is None:
+            raise ConfigError(f"models {', '.join(limited)} have a rate_limit but the client has no rate limiter")
 
 
 class LLMClient:
@@ -98,6 +107,8 @@ class LLMClient:
         *,
         providers: dict[str, Provider] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        rate_limiter: SharedRateLimiter | None = None,
+        budget: SweepBudget | None = None,
         seed: int = 0,
         scope: str = "",
         meters: Sequence[UsageMeter] = (),
@@ -112,6 +123,8 @@ class LLMClient:
             retry or RetryPolicy(),
             providers,
             sleep,
+            rate_limiter,
+            budget,
         )
         self.seed = seed
         self.scope = scope
@@ -216,7 +229,12 @@ class LLMClient:
         if stored is not None:
             result, retries = _result_from_json(stored), 0
         else:
+            budget, price = self._shared.budget, self._shared.prices[spec.label]
+            if budget is not None:  # worst case: the estimated prompt and the whole output allowance
+                budget.check(cost_of(price, Usage(estimate_tokens(request.messages, 0), request.params["max_tokens"])))
             result, retries = self._call_with_retries(spec, request, accounted)
+            if budget is not None:
+                budget.add(cost_of(price, result.usage))
             # another process may have stored this request's reply meanwhile: use the first one
             result = _result_from_json(self._shared.cache.put(key, spec.label, _result_to_json(result)))
         text, calls = result.text, result.tool_calls
@@ -316,15 +334,24 @@ class LLMClient:
         policy = self._shared.retry
         provider = self._shared.providers[spec.provider]
         last_error = ""
+        limiter, limit = self._shared.rate_limiter, spec.rate_limit
         for attempt in range(policy.max_attempts):
             try:
                 with self._shared.limits[spec.label]:
+                    if limiter is not None and limit is not None:
+                        estimate = estimate_tokens(request.messages, request.params["max_tokens"])
+                        limiter.acquire(spec.provider_key, limit, estimate)
                     result = provider(spec, request)
+                    if limiter is not None and limit is not None:
+                        used = result.usage.input_tokens + result.usage.output_tokens
+                        limiter.settle(spec.provider_key, limit, estimate, used)
                 if not result.text.strip() and not result.tool_calls:
                     raise TransientProviderError("empty output")
                 return result, attempt
             except TransientProviderError as exc:
                 last_error = str(exc)
+                if limiter is not None and limit is not None and exc.retry_after is not None:
+                    limiter.block(spec.provider_key, limit, min(exc.retry_after, policy.max_retry_after_s))
                 if attempt + 1 >= policy.max_attempts:
                     break
                 self._shared.sleep(_backoff(policy, attempt, exc.retry_after))

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aecg_bench.llm.ratelimit import RateLimit
+
 
 class Price(BaseModel):
     """Dollars per million tokens."""
@@ -44,6 +46,7 @@ class ModelSpec(BaseModel):
     max_tokens: int = Field(512, ge=1)  # default when a call does not ask for a length
     max_output_tokens: int | None = Field(None, ge=1)  # hard cap on every call (small local models)
     price: Price | None = None  # overrides the versioned price table
+    rate_limit: RateLimit | None = None  # shared by every process of a sweep (llm/ratelimit.py)
     options: dict[str, Any] = Field(default_factory=dict)  # provider-specific (mock policy, n_ctx, ...)
 
     @model_validator(mode="after")
@@ -53,6 +56,13 @@ class ModelSpec(BaseModel):
                 "structured_output=tool_call needs native_tools=true; use json_schema (or none) for this model"
             )
         return self
+
+    @property
+    def provider_key(self) -> str:
+        """What a provider limits: the model behind one endpoint and one API key."""
+        if self.rate_limit is not None and self.rate_limit.key:
+            return self.rate_limit.key
+        return f"{self.model}@{self.api_base or ''}#{self.api_key_env or ''}"
 
 
 class RetryPolicy(BaseModel):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
-from aecg_bench.errors import AecgBenchError, RunRefused, RunStateError, io_error, one_line
+from aecg_bench.errors import AecgBenchError, BudgetExceededError, RunRefused, RunStateError, io_error, one_line
 from aecg_bench.llm.usage import UsageMeter
 from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
@@ -75,7 +75,8 @@ def run_plan(
             _record_end(rd, header, "interrupted", "stopped by a signal (Ctrl-C or SIGTERM); rerun to resume")
             raise
         except AecgBenchError as exc:
-            _record_end(rd, header, "failed", one_line(exc))
+            # a budget stop is not a failure: a rerun with a larger budget continues
+            _record_end(rd, header, "stopped" if isinstance(exc, BudgetExceededError) else "failed", one_line(exc))
             raise
         except OSError as exc:
             error = io_error(exc)

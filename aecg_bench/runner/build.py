@@ -19,10 +19,12 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.benchmarks.data import data_root
 from aecg_bench.contracts import Benchmark, Framework, MemoryServices
 from aecg_bench.errors import ConfigError
-from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.budget import SweepBudget
+from aecg_bench.llm.cache import ResponseCache, shard_name
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
+from aecg_bench.llm.ratelimit import SharedRateLimiter
 from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
@@ -101,12 +103,22 @@ def stream_order(order: str, seed: int, benchmark: str, samples: list[Sample], p
 
 def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
+    mode = cfg.runtime.cache.mode
     cache = ResponseCache(
-        cache_path if cfg.runtime.cache.mode != "off" else None,
-        cfg.runtime.cache.mode,
+        cache_path if mode != "off" else None,
+        mode,
         lock_timeout_s=cfg.runtime.cache.lock_timeout_s,
+        shard=shard_name() if cfg.runtime.cache.shards else None,
     )
-    return LLMClient(cfg.model.specs(), dict(cfg.model.roles), cache, cfg.runtime.retry)
+    specs = cfg.model.specs()
+    limiter = None
+    if any(spec.rate_limit is not None for spec in specs.values()):
+        path = cfg.runtime.rate_limit_path
+        limiter = SharedRateLimiter(Path(path) if path else cache_root / "ratelimit.sqlite")
+    budget = None
+    if cfg.runtime.max_cost_usd is not None:
+        budget = SweepBudget(cache_root / "budget" / cfg.experiment_name, cfg.runtime.max_cost_usd, name=shard_name())
+    return LLMClient(specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter, budget=budget)
 
 
 def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:

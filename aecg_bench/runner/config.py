@@ -15,7 +15,7 @@ from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.params import validate_params
 
-TRANSPORT_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_concurrency")
+TRANSPORT_FIELDS = ("api_base", "api_key_env", "timeout_s", "max_concurrency", "rate_limit")
 
 
 class _Strict(BaseModel):
@@ -82,6 +82,7 @@ class EmbedderConfig(_Strict):
 class CacheConfig(_Strict):
     mode: Literal["off", "read_write", "read_only"] = "read_write"
     path: str | None = None
+    shards: bool = False  # each process writes its own shard (clusters, network file systems); merge after
     lock_timeout_s: float = Field(10.0, gt=0)  # wait for another writer's lock, then skip storing
 
 
@@ -99,6 +100,8 @@ class RuntimeConfig(_Strict):
     data_root: str | None = None
     cache: CacheConfig = CacheConfig()
     embed_cache: str | None = None
+    rate_limit_path: str | None = None  # shared token buckets; default <results_root>/.cache/ratelimit.sqlite
+    max_cost_usd: float | None = Field(None, gt=0)  # the sweep's budget, across processes (llm/budget.py)
     retry: RetryPolicy = RetryPolicy()
     progress: bool = True
     wandb: WandbConfig = WandbConfig()

@@ -270,12 +270,21 @@ def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient
 
 def is_fatal(exc: Exception) -> bool:
     """Errors every later sample would meet too: they stop the run (recorded as `failed`)."""
-    from aecg_bench.errors import DISK_ERRNOS, CacheMissError, ConfigError, DataError, RunStateError
+    from aecg_bench.errors import (
+        DISK_ERRNOS,
+        BudgetExceededError,
+        CacheMissError,
+        ConfigError,
+        DataError,
+        RunStateError,
+    )
     from aecg_bench.llm.providers import FatalProviderError
 
     if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
         return True
-    return isinstance(exc, CacheMissError | ConfigError | DataError | FatalProviderError | RunStateError)
+    return isinstance(
+        exc, BudgetExceededError | CacheMissError | ConfigError | DataError | FatalProviderError | RunStateError
+    )
 
 
 def rollouts_to_json(rollouts: list[RolloutRecord]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 OUTCOMES_ENV = "AECG_SWEEP_OUTCOMES"
 PARENT_ENV = "AECG_SWEEP_PARENT"
+HOST_ENV = "AECG_SWEEP_HOST"  # a pid names a process on this host only (SLURM and Ray jobs run elsewhere)
 OK_STATUSES = ("complete", "incomplete")  # incomplete = recorded infra errors, redone by a rerun
 PARENT_POLL_S = 1.0
 EXIT_GRACE_S = 30.0
@@ -65,6 +67,7 @@ def start_sweep(outcomes_dir: Path | None = None) -> Path:
     os.close(fd)
     os.environ[OUTCOMES_ENV] = name
     os.environ[PARENT_ENV] = str(os.getpid())
+    os.environ[HOST_ENV] = socket.gethostname()
     return Path(name)
 
 
@@ -149,6 +152,8 @@ def watch_parent(
     parent = os.environ.get(PARENT_ENV)
     if not parent or int(parent) == os.getpid() or (_watching and on_gone is _stop_self):
         return None
+    if os.environ.get(HOST_ENV, socket.gethostname()) != socket.gethostname():
+        return None  # a cluster job on another node: the launcher's pid means nothing here
     parent_pid = int(parent)
     direct_child = getppid() == parent_pid
 

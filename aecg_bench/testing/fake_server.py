@@ -7,6 +7,9 @@ or a body that is not JSON; or fail for good: 400, 401, 403 or 404, with an
 error body that echoes the request's bearer key, as careless servers do (a test
 that the key never reaches a file). Which requests misbehave is decided by a
 `fault(messages, attempt) -> mode | None` function, so tests are deterministic.
+With `max_per_second` it also enforces a provider's rate limit: a request
+beyond that many in the last second gets 429 with `Retry-After`. Arrival times
+are recorded, so tests measure the rate the server saw.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ Fault = Callable[[list[dict[str, Any]], int], str | None]
 
 class FakeOpenAIServer:
     def __init__(
-        self, reply: Reply, *, fault: Fault | None = None, latency_s: float = 0.0, slow_s: float = 3.0
+        self,
+        reply: Reply,
+        *,
+        fault: Fault | None = None,
+        latency_s: float = 0.0,
+        slow_s: float = 3.0,
+        max_per_second: float | None = None,
+        retry_after: str = "0",
     ) -> None:
         self.reply = reply
         self.fault = fault or (lambda messages, attempt: None)
@@ -36,6 +46,11 @@ class FakeOpenAIServer:
         self.slow_s = slow_s
         self.attempts: Counter[str] = Counter()
         self.served: Counter[str] = Counter()
+        self.max_per_second = max_per_second
+        self.retry_after = retry_after
+        self.arrivals: list[float] = []  # time.monotonic() of every request
+        self.admitted: list[float] = []  # of the requests within max_per_second
+        self.log: list[tuple[float, str]] = []  # (arrival, how it was answered: "ok" or a fault mode)
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -66,16 +81,25 @@ class FakeOpenAIServer:
                 messages = body.get("messages", [])
                 key = json.dumps(messages, sort_keys=True)
                 with server.lock:
+                    now = time.monotonic()
+                    server.arrivals.append(now)
                     server.attempts[key] += 1
                     attempt = server.attempts[key]
-                mode = server.fault(messages, attempt)
+                    recent = sum(1 for t in server.admitted if t > now - 1.0)
+                    over = server.max_per_second is not None and recent >= server.max_per_second
+                    if not over:
+                        server.admitted.append(now)
+                mode = "429" if over else server.fault(messages, attempt)
                 with server.lock:
                     server.served[mode or "ok"] += 1
+                    server.log.append((now, mode or "ok"))
                 if server.latency_s:
                     time.sleep(server.latency_s)
                 if mode == "429":
                     return self._send(
-                        429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"}
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit"}},
+                        {"Retry-After": server.retry_after},
                     )
                 if mode in FATAL_FAULTS:
                     key = self.headers.get("Authorization", "").removeprefix("Bearer ")

@@ -8,7 +8,10 @@
    HTTP) against a loopback server with a fixed 200 ms latency at 8-way
    concurrency: ideal time / measured time [>= 0.9].
 
-Usage: python scripts/perf/llm_overhead.py [--calls 5000] [--parallel-calls 64]
+3. With --scale: throughput (calls/s) at 8, 32 and 64 concurrent calls against
+   the same loopback server (docs/infra/scale-out.md).
+
+Usage: python scripts/perf/llm_overhead.py [--calls 5000] [--parallel-calls 64] [--scale]
 """
 
 from __future__ import annotations
@@ -88,7 +91,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--parallel-calls", type=int, default=64)
+    parser.add_argument("--scale", action="store_true", help="only the throughput at 8/32/64 concurrent calls")
     args = parser.parse_args()
+    if args.scale:
+        for workers in (8, 32, 64):
+            n = 4 * workers
+            eff, elapsed = parallel_efficiency(n, workers)
+            print(f"{workers:>2} concurrent calls (200 ms loopback): {n / elapsed:6.1f} calls/s, efficiency {eff:.2f}")
+        return
     rate = cached_throughput(args.calls)
     print(f"cached-call throughput: {rate:,.0f} calls/s  [target >= 5,000]  {'OK' if rate >= 5000 else 'BELOW TARGET'}")
     eff, elapsed = parallel_efficiency(args.parallel_calls)
