@@ -195,8 +195,10 @@ def reproduce_edv(args: argparse.Namespace) -> int:
         overrides = [
             f"experiment=edv_{name}",
             f"runtime.results_root={args.results_root}",
-            f"hydra.launcher.n_jobs={args.jobs}",
+            f"runtime={args.runtime}",
         ]
+        if args.runtime == "local":
+            overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
         if preset == "smoke":
             overrides += smoke_overrides(name)
         if args.pool:
