@@ -94,7 +94,8 @@ def test_rq4_exposure_aware_review_covers_more_polluted_exposure_than_random(tmp
     failed = {v: mean(m[("failed_task_exposure", v)]) for v in ("exposure_aware", "random")}
     assert covered["exposure_aware"] > covered["random"]
     assert failed["exposure_aware"] < failed["random"]
-    assert max(m[("qualified_in_first_two_rounds_min", "exposure_aware")]) >= 2  # more candidates than budget
+    # the protocol's precondition, in every variant and seed: more qualified candidates than budget (1) in both rounds
+    assert min(v for (q, _), vs in m.items() if q == "qualified_in_first_two_rounds_min" for v in vs) >= 2
 
 
 # -- the replay gate ---------------------------------------------------------------------------
@@ -236,6 +237,22 @@ def test_corruption_is_a_seeded_pure_function_that_swaps_in_a_wrong_procedure_of
             assert r["how"].startswith("same-level swap")
     with pytest.raises(ConfigError, match="validated skills"):
         corrupt(state, 4, seed=0)
+    for seed in range(5):  # restricted to the levels the world's agents act on
+        _, rec = corrupt(state, 2, seed=seed, levels=("agent",))
+        assert {r["skill"] for r in rec} == {"s1.v1", "s2.v1"}
+    with pytest.raises(ConfigError, match=r"level in \['team'\]"):
+        corrupt(state, 2, seed=0, levels=("team",))
+
+
+def test_corruption_levels_name_real_levels(tmp_path):
+    from aecg_bench.mechanisms.protocol import check
+
+    raw = compose(["experiment=aecg_rq3_drift_smoke"], tmp_path)
+    assert raw["mechanism"]["corrupt"]["levels"] == ["agent"]
+    check(raw["mechanism"], raw)
+    raw["mechanism"]["corrupt"]["levels"] = ["agents"]
+    with pytest.raises(ConfigError, match=r"levels=\['agents'\] must be a non-empty list of: team, event, agent"):
+        check(raw["mechanism"], raw)
 
 
 def test_drift_measures_count_uses_until_the_first_review_and_failed_uses_of_polluted_versions():

@@ -5,7 +5,8 @@ them; it does not publish the alteration. Ours, a pure seeded function of the
 snapshot (recorded beside the runs):
 
 - validated = active skill versions used at least `min_uses` times whose slow
-  belief mean is at least `min_reliability` (they earned their history);
+  belief mean is at least `min_reliability` (they earned their history), at
+  the given `levels` (default: every level);
 - `n` of them are drawn with a generator seeded by the run seed;
 - each gets a wrong procedure that still parses: the procedure of another
   skill of the same level that both lacks one of its steps and brings one it
@@ -29,8 +30,17 @@ def slow_mean(skill: dict[str, Any]) -> float:
     return slow["alpha"] / (slow["alpha"] + slow["beta"])
 
 
-def validated(skills: list[dict[str, Any]], min_uses: int, min_reliability: float) -> list[dict[str, Any]]:
-    ok = [s for s in skills if s["status"] == "active" and s["uses"] >= min_uses and slow_mean(s) >= min_reliability]
+def validated(
+    skills: list[dict[str, Any]], min_uses: int, min_reliability: float, levels: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    ok = [
+        s
+        for s in skills
+        if s["status"] == "active"
+        and s["uses"] >= min_uses
+        and slow_mean(s) >= min_reliability
+        and (levels is None or s["level"] in levels)
+    ]
     return sorted(ok, key=lambda s: s["id"])
 
 
@@ -50,16 +60,23 @@ def wrong_procedure(skill: dict[str, Any], skills: list[dict[str, Any]], rng: ra
 
 
 def corrupt(
-    state: dict[str, Any], n: int, seed: int, *, min_uses: int = 1, min_reliability: float = 0.5
+    state: dict[str, Any],
+    n: int,
+    seed: int,
+    *,
+    min_uses: int = 1,
+    min_reliability: float = 0.5,
+    levels: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(altered copy of a runner snapshot state, what was altered); the input is unchanged."""
     out = copy.deepcopy(state)
     skills = out["memory"]["store"]["skills"]
-    pool = validated(skills, min_uses, min_reliability)
+    pool = validated(skills, min_uses, min_reliability, levels)
     if len(pool) < n:
+        at = f", level in {list(levels)}" if levels is not None else ""
         raise ConfigError(
             f"the warm-up snapshot has {len(pool)} validated skills (active, used >= {min_uses}, slow mean >= "
-            f"{min_reliability}); mechanism.corrupt.skills={n} needs more: lengthen the stream or lower it"
+            f"{min_reliability}{at}); mechanism.corrupt.skills={n} needs more: lengthen the stream or lower it"
         )
     rng = random.Random(f"aecg-corruption:{seed}")
     record = []

@@ -27,6 +27,7 @@ from aecg_bench.runner.identity import results_dir_of
 
 TESTS = ("rq2_scope", "rq3_drift", "rq4_triage")
 COLUMNS = ("test", "quantity", "variant", "seed", "value")
+LEVELS = ("team", "event", "agent")
 
 
 def merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +46,9 @@ def check(mech: dict[str, Any], raw: dict[str, Any]) -> None:
         raise ConfigError(f"protocol.warmup_fraction={raw['protocol']['warmup_fraction']} must be in (0, 1)")
     if mech["test"] != "rq2_scope" and not mech.get("corrupt"):
         raise ConfigError(f"mechanism.test={mech['test']} needs mechanism.corrupt (skills to corrupt)")
+    levels = (mech.get("corrupt") or {}).get("levels")
+    if levels is not None and (not levels or set(levels) - set(LEVELS)):
+        raise ConfigError(f"mechanism.corrupt.levels={list(levels)} must be a non-empty list of: {', '.join(LEVELS)}")
 
 
 def run_mechanism(raw: dict[str, Any]) -> Path:
@@ -67,8 +71,14 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
         corrupted: list[dict[str, Any]] = []
         if mech.get("corrupt"):
             c = mech["corrupt"]
+            levels = tuple(c["levels"]) if c.get("levels") is not None else None
             state, corrupted = corrupt(
-                state, int(c["skills"]), seed, min_uses=int(c["min_uses"]), min_reliability=float(c["min_reliability"])
+                state,
+                int(c["skills"]),
+                seed,
+                min_uses=int(c["min_uses"]),
+                min_reliability=float(c["min_reliability"]),
+                levels=levels,
             )
             write_json_atomic(start / "corruption.json", {"seed": seed, "corrupt": c, "skills": corrupted})
         write_json_atomic(start / "state.json", state)
