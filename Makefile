@@ -20,7 +20,7 @@ JOBS ?= 2
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2
+.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 mutants mutants-survivors
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -54,6 +54,16 @@ reproduce-table1:
 
 reproduce-table2:
 	$(BIN)/python scripts/reproduce.py table2 $(REPRODUCE_ARGS)
+
+# Mutation testing (docs/quality.md), outside `make test`: PATHS = mutation packages or source paths
+# (default: all, see pyproject [tool.aecg_bench.mutation]); MUTANTS_ARGS go to `mutmut run`.
+PATHS ?=
+MUTANTS_ARGS ?=
+mutants:
+	$(BIN)/python scripts/mutants.py run $(PATHS) $(if $(MUTANTS_ARGS),-- $(MUTANTS_ARGS))
+
+mutants-survivors:
+	$(BIN)/python scripts/mutants.py survivors $(PATHS)
 
 clean-results:
 	rm -rf results/*/ results/.cache results/.sweeps
