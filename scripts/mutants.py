@@ -73,15 +73,15 @@ class Score:
         return None if self.considered == 0 else self.killed / self.considered
 
 
-def load_config(root: Path = ROOT) -> tuple[dict[str, Package], list[str]]:
-    """The campaigns (`[tool.aecg_bench.mutation.packages]`) and the pytest arguments every campaign adds."""
+def load_config(root: Path = ROOT) -> tuple[dict[str, Package], dict]:
+    """The campaigns (`[tool.aecg_bench.mutation.packages]`) and the settings shared by all of them."""
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     conf = data.get("tool", {}).get("aecg_bench", {}).get("mutation", {})
     packages = {
         name: Package(name, tuple(p["mutate"]), tuple(p["tests"]), float(p.get("target", conf.get("target", 0.9))))
         for name, p in conf.get("packages", {}).items()
     }
-    return packages, list(conf.get("pytest_args", []))
+    return packages, conf
 
 
 def select(packages: dict[str, Package], wanted: list[str]) -> list[Package]:
@@ -121,9 +121,12 @@ def sync_tree(src: Path, dst: Path) -> None:
         shutil.copy2(path, target)
 
 
-def mutmut_section(pkg: Package, pytest_args: list[str]) -> str:
+def mutmut_section(pkg: Package, conf: dict) -> str:
     def arr(values: list[str] | tuple[str, ...]) -> str:
         return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+    # Plain mutmut settings (timeouts, ...) pass through from [tool.aecg_bench.mutation.mutmut].
+    extra = [f"{key} = {json.dumps(value)}" for key, value in conf.get("mutmut", {}).items()]
 
     return "\n".join(
         [
@@ -134,19 +137,20 @@ def mutmut_section(pkg: Package, pytest_args: list[str]) -> str:
             f"only_mutate = {arr(pkg.mutate)}",
             f"also_copy = {arr(['conf', 'scripts'])}",
             f"pytest_add_cli_args_test_selection = {arr(pkg.tests)}",
-            f"pytest_add_cli_args = {arr(pytest_args)}",
+            f"pytest_add_cli_args = {arr(conf.get('pytest_args', []))}",
             "use_git_change_detection = false",
+            *extra,
             "",
         ]
     )
 
 
-def prepare(pkg: Package, pytest_args: list[str]) -> Path:
+def prepare(pkg: Package, conf: dict) -> Path:
     work = WORK / pkg.name
     for tree in COPY_TREES:
         sync_tree(ROOT / tree, work / tree)
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    (work / "pyproject.toml").write_text(text + mutmut_section(pkg, pytest_args), encoding="utf-8")
+    (work / "pyproject.toml").write_text(text + mutmut_section(pkg, conf), encoding="utf-8")
     return work
 
 
@@ -192,7 +196,7 @@ def report(scores: list[Score], packages: dict[str, Package]) -> bool:
     return ok
 
 
-def run(pkgs: list[Package], pytest_args: list[str], mutmut_args: list[str]) -> int:
+def run(pkgs: list[Package], conf: dict, mutmut_args: list[str]) -> int:
     mutmut = Path(sys.executable).with_name("mutmut")
     if not mutmut.exists():
         sys.exit("mutants: mutmut is not installed; run `make setup` (it is in the dev extra)")
@@ -206,7 +210,7 @@ def run(pkgs: list[Package], pytest_args: list[str], mutmut_args: list[str]) -> 
     env.setdefault("AECG_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
     rc = 0
     for pkg in pkgs:
-        work = prepare(pkg, pytest_args)
+        work = prepare(pkg, conf)
         log = work / "mutmut.log"
         print(
             f"== mutants: {pkg.name}: mutating {', '.join(pkg.mutate)}; tests {', '.join(pkg.tests)}; log {log}",
@@ -247,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("packages", nargs="*", help="mutation packages or source paths (default: all)")
     parser.add_argument("--fresh", action="store_true", help="forget earlier results (after changing tests)")
     ns = parser.parse_intermixed_args(argv)
-    packages, pytest_args = load_config()
+    packages, conf = load_config()
     pkgs = select(packages, ns.packages)
     if ns.command == "survivors":
         survivors(pkgs)
@@ -255,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.fresh and ns.command == "run":
         for pkg in pkgs:
             shutil.rmtree(WORK / pkg.name / "mutants", ignore_errors=True)
-    rc = run(pkgs, pytest_args, extra) if ns.command == "run" else 0
+    rc = run(pkgs, conf, extra) if ns.command == "run" else 0
     ok = report([score_of(p) for p in pkgs], packages)
     return rc or (0 if ok else 1)
 
