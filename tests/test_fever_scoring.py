@@ -25,7 +25,7 @@ from aecg_bench.benchmarks.fever import (
     normalize_answer,
     normalize_label,
 )
-from aecg_bench.benchmarks.fever_search import CachedSearch, LocalPages, WikipediaAPI
+from aecg_bench.benchmarks.fever_search import CachedSearch, LocalPages, SearchResult, WikipediaAPI
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action
@@ -81,6 +81,8 @@ def test_claim_only_invalid_answer_ends_the_episode_unanswered():
     assert fresh.score().metrics == {"answered": 0.0}  # nothing answered before any step
     answer(env, "SUPPORTS")
     assert env.score().success  # reset forgets the invalid answer
+    env.reset()
+    assert env.score().metrics == {"answered": 0.0}  # nor after a reset
 
 
 @pytest.mark.parametrize(
@@ -129,8 +131,9 @@ def test_claim_only_samples_read_the_pinned_file_in_order(data_dir):
     assert bench.data_hashes() == {"paper_dev.jsonl": fever.PAPER_DEV.sha256}
     env = bench.make_env(samples[0], EnvContext(llm=None, seed=0))
     assert isinstance(env, ClaimOnlyEnv) and answer(env, "REFUTES").reward == 1.0
-    with pytest.raises(ConfigError, match="claim_only mode has no search backend"):
+    with pytest.raises(ConfigError) as err:
         bench.backend()
+    assert str(err.value) == "fever: claim_only mode has no search backend"
     assert bench.describe_backends() == {"search": "none (claim_only)"}
 
 
@@ -183,10 +186,20 @@ def test_missing_page_store_names_the_path_and_the_alternatives(data_dir):
     bench = FeverBenchmark({"mode": "react", "search": "local", "pages_path": "gone.jsonl"}, data_dir=data_dir)
     with pytest.raises(DataError) as err:
         bench.pages_file()
-    text = str(err.value)
-    assert str(data_dir / "gone.jsonl") in text
-    assert '{"title": ..., "text": ...} page per line (e.g. built from the FEVER wiki-pages dump)' in text
-    assert text.endswith("or use search=wikipedia when online")
+    assert str(err.value) == (
+        f"FEVER page store {data_dir / 'gone.jsonl'} not found; search=local needs a JSONL file with one "
+        '{"title": ..., "text": ...} page per line (e.g. built from the FEVER wiki-pages dump), '
+        "or use search=wikipedia when online"
+    )
+
+
+def test_page_store_path_without_a_data_dir(data_dir, monkeypatch):
+    pages = data_dir / "pages.jsonl"
+    absolute = FeverBenchmark({"mode": "react", "search": "local", "pages_path": str(pages)}, data_dir=None)
+    assert absolute.pages_file() == pages
+    monkeypatch.chdir(data_dir)  # a relative path is taken as it is (from the working directory)
+    relative = FeverBenchmark({"mode": "react", "search": "local", "pages_path": "pages.jsonl"}, data_dir=None)
+    assert relative.pages_file() == Path("pages.jsonl")
 
 
 def test_bad_rows_name_their_line_and_a_download_is_fetched(tmp_path, monkeypatch):
@@ -245,10 +258,14 @@ def test_react_lookup_before_any_search_and_after_a_new_search(react):
     assert act(react, "Lookup[beta]").text == "No more results."
 
 
-def test_react_similar_titles_are_cut_at_five(tmp_path):
-    pages = tmp_path / "pages.jsonl"
-    rows = [{"title": f"Gamma {i}", "text": f"Gamma {i} is a page."} for i in range(7)]
-    pages.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    env = ReActWikiEnv("c", "SUPPORTS", CachedSearch(LocalPages(pages, "x"), None, "off"))
+class ManySimilar:
+    identity = "many"
+
+    def search(self, entity: str) -> SearchResult:
+        return SearchResult(page=None, similar=[f"{entity} {i}" for i in range(7)])
+
+
+def test_react_similar_titles_are_cut_at_five():
+    env = ReActWikiEnv("c", "SUPPORTS", CachedSearch(ManySimilar(), None, "off"))
     text = act(env, "Search[Gamma]").text
-    assert text.startswith("Could not find Gamma. Similar: [") and text.count("'Gamma ") == 5
+    assert text == "Could not find Gamma. Similar: ['Gamma 0', 'Gamma 1', 'Gamma 2', 'Gamma 3', 'Gamma 4']."
