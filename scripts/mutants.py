@@ -9,6 +9,7 @@ resumable and independent. The packages and their test files are in pyproject.to
 are listed with a one-line reason in `scripts/mutants_equivalent.toml` and leave the denominator.
 
     python scripts/mutants.py run [--fresh] [PACKAGE|PATH ...] [-- mutmut run args]  # mutate, test, score
+    python scripts/mutants.py run --retry alive [PACKAGE|PATH ...]   # re-test the mutants not killed yet
     python scripts/mutants.py survivors [PACKAGE|PATH ...]                  # diffs of unexplained survivors
     python scripts/mutants.py score [PACKAGE|PATH ...]                      # scores of the last runs
 
@@ -44,6 +45,7 @@ class Package:
     mutate: tuple[str, ...]
     tests: tuple[str, ...]
     target: float
+    pytest_args: tuple[str, ...] = ()  # added to the shared ones (e.g. --deselect of slow data tests)
 
 
 @dataclass
@@ -78,7 +80,13 @@ def load_config(root: Path = ROOT) -> tuple[dict[str, Package], dict]:
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     conf = data.get("tool", {}).get("aecg_bench", {}).get("mutation", {})
     packages = {
-        name: Package(name, tuple(p["mutate"]), tuple(p["tests"]), float(p.get("target", conf.get("target", 0.9))))
+        name: Package(
+            name,
+            tuple(p["mutate"]),
+            tuple(p["tests"]),
+            float(p.get("target", conf.get("target", 0.9))),
+            tuple(p.get("pytest_args", ())),
+        )
         for name, p in conf.get("packages", {}).items()
     }
     return packages, conf
@@ -137,7 +145,7 @@ def mutmut_section(pkg: Package, conf: dict) -> str:
             f"only_mutate = {arr(pkg.mutate)}",
             f"also_copy = {arr(['conf', 'scripts'])}",
             f"pytest_add_cli_args_test_selection = {arr(pkg.tests)}",
-            f"pytest_add_cli_args = {arr(conf.get('pytest_args', []))}",
+            f"pytest_add_cli_args = {arr([*conf.get('pytest_args', []), *pkg.pytest_args])}",
             "use_git_change_detection = false",
             *extra,
             "",
@@ -250,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["run", "survivors", "score"])
     parser.add_argument("packages", nargs="*", help="mutation packages or source paths (default: all)")
     parser.add_argument("--fresh", action="store_true", help="forget earlier results (after changing tests)")
+    parser.add_argument(
+        "--retry",
+        choices=["timeout", "survived", "alive"],
+        help="test these mutants again (alive = every one not killed), e.g. after new tests or longer time-outs",
+    )
     ns = parser.parse_intermixed_args(argv)
     packages, conf = load_config()
     pkgs = select(packages, ns.packages)
@@ -259,7 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     if ns.fresh and ns.command == "run":
         for pkg in pkgs:
             shutil.rmtree(WORK / pkg.name / "mutants", ignore_errors=True)
-    rc = run(pkgs, conf, extra) if ns.command == "run" else 0
+    if ns.retry and ns.command == "run":
+        rc = 0
+        for pkg in pkgs:
+            s = score_of(pkg)
+            wanted = {"timeout": {"timeout"}, "survived": {"survived"}}.get(ns.retry)
+            names = [m for m, st in s.statuses.items() if (st in wanted if wanted else st not in KILLED)]
+            if names:
+                rc = rc or run([pkg], conf, [*extra, *sorted(names)])
+    else:
+        rc = run(pkgs, conf, extra) if ns.command == "run" else 0
     ok = report([score_of(p) for p in pkgs], packages)
     return rc or (0 if ok else 1)
 
