@@ -153,3 +153,21 @@ def test_reset_starts_over(world):
     env.reset()
     assert (env.state, env.progress, env.steps, env.valid_steps, env.done) == (world.init, 0.0, 0, 0, False)
     assert act(env, "shine l1 r1").valid
+
+
+SWITCH = """
+(define (domain switch) (:requirements :strips)
+  (:predicates (dark ?x) (bright ?x))
+  (:action flip :parameters (?x) :precondition (dark ?x) :effect (and (bright ?x) (not (dark ?x)))))
+"""
+
+
+def test_env_applies_an_action_whose_precondition_is_the_whole_state():
+    domain = parse_domain(SWITCH, "switch")
+    problem = parse_problem(
+        "(define (problem one) (:domain switch) (:objects a) (:init (dark a)) (:goal (bright a)))", domain
+    )
+    env = PddlEnv(World(domain, problem), "switch")
+    env.reset()
+    obs = act(env, "flip a")
+    assert obs.valid and obs.done and env.score().success
