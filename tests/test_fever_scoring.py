@@ -91,11 +91,17 @@ def test_claim_only_invalid_answer_ends_the_episode_unanswered():
         ("SUPPORTS", "SUPPORTS"),
         ("Finish[supports]", "SUPPORTS"),
         ("Finish[not enough info]", "NOT ENOUGH INFO"),
-        ("refuted.", "REFUTES"),
-        ("  Not-Enough   Info!! ", "NOT ENOUGH INFO"),
-        ("NEI", "NOT ENOUGH INFO"),
-        ("It REFUTES [REFUTES]", "REFUTES"),
-        ("[nonsense] SUPPORTS", None),  # the bracketed part is the answer when there is one
+        ("  Not Enough   Info!! ", "NOT ENOUGH INFO"),
+        ("refutes.", "REFUTES"),
+        ("The REFUTES", "REFUTES"),  # ReAct's normalisation drops articles
+        ("It REFUTES [REFUTES]", "REFUTES"),  # the bracketed part is the answer when there is one
+        ("[nonsense] SUPPORTS", None),
+        # issue 17: ReAct / G-Memory score one label by normalised exact match; these were credited before
+        ("REFUTES, it does not SUPPORTS the claim", None),
+        ("SUPPORTS or REFUTES", None),
+        ("The answer is SUPPORTS", None),
+        ("refuted", None),
+        ("NEI", None),
         ("SUPPORTSREFUTES", None),
         ("", None),
     ],
