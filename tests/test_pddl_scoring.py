@@ -128,7 +128,8 @@ def test_invalid_and_meta_actions(world):
     assert look.valid and look.text.startswith("Door r1 r2 Door r2 r1 Inroom r1")
     assert env.state == world.init
     act(env, "shine l1 r1")
-    assert act(env, "shine l1 r1").text == INAPPLICABLE  # applies, but changes nothing
+    repeat = act(env, "shine l1 r1")  # applies, but changes nothing
+    assert (repeat.text, repeat.valid, repeat.done) == (INAPPLICABLE, False, False)
     assert env.valid_steps == 3 and env.steps == 8
     assert env.score().metrics["grounding_accuracy"] == pytest.approx(3 / 8)
 
