@@ -77,11 +77,11 @@ def test_paired_drift_components_by_hand():
     better = paired_drift(ref, cur, reference_mean=0.5, current_mean=0.6)  # means show no degradation
     assert better.mean_gap == 0.0 and better.score == 0.0
     assert d.to_dict() == {"score": 0.05, "mean_gap": 0.1, "clipped": 0.15, "consistency": 0.5}
-    assert Drift(1 / 3, 0.1234567, 0.0, 1.0).to_dict() == {
+    assert Drift(1 / 3, 0.1234567, 0.7654321, 0.5555557).to_dict() == {
         "score": 0.333333,
         "mean_gap": 0.123457,
-        "clipped": 0.0,
-        "consistency": 1.0,
+        "clipped": 0.765432,
+        "consistency": 0.555556,
     }
 
 
@@ -113,6 +113,9 @@ def test_cumulative_only_drift_compares_the_slow_belief_with_the_floor():
     assert dual.score == 0.0  # the fast belief is better than the (floored) slow one
     floor_only = belief_drift(belief, BeliefParams(fast=False), DriftParams(reliability_floor=0.0), "k")
     assert floor_only.score == 0.0 and floor_only.mean_gap == 0.0
+    at_floor = B.Belief(B.Beta(6, 4), B.Beta(6, 4), events=3)  # slow mean 0.6 = the floor: samples split
+    split = belief_drift(at_floor, BeliefParams(fast=False), DriftParams(samples=512, reliability_floor=0.6), "k")
+    assert 0.3 < split.consistency < 0.7  # one sample per draw, not one draw for all
 
 
 def test_floor_bounds_the_reference_samples():
@@ -163,9 +166,18 @@ def cand(skill: str, drift: float, exposure: float, qualified: bool = True) -> R
 
 
 def test_severity_and_record():
-    c = cand("s", 0.1234567, 3.0)
-    assert c.severity == pytest.approx(0.3703701)
-    assert c.to_dict() == {"skill": "s", "drift": 0.123457, "exposure": 3.0, "severity": 0.37037, "qualified": True}
+    c = cand("s", 0.1234567, 3.1234567)
+    assert c.severity == pytest.approx(0.1234567 * 3.1234567)
+    assert c.to_dict() == {
+        "skill": "s",
+        "drift": 0.123457,
+        "exposure": 3.123457,
+        "severity": round(0.1234567 * 3.1234567, 6),
+        "qualified": True,
+    }
+    with pytest.raises(ValueError) as err:
+        rank([c], "loudest", "k")
+    assert str(err.value) == "unknown triage order 'loudest'; valid: exposure, risk, random"
 
 
 def test_ties_break_by_skill_id_in_every_deterministic_order():
@@ -190,3 +202,5 @@ def test_select_cuts_at_the_budget_and_a_negative_budget_selects_nothing():
     assert [c.skill_id for c in select(pool, 1, "risk", "k")] == ["a"]
     assert select(pool, 0, "exposure", "k") == [] and select(pool, -1, "risk", "k") == []
     assert [c.skill_id for c in select(pool, 5, "exposure", "k")] == ["b", "a"]
+    many = [cand(f"s{i:02d}", 0.1, 1.0) for i in range(12)]
+    assert select(many, 4, "random", "seed:3") == rank(many, "random", "seed:3")[:4]  # the same seeded shuffle
