@@ -181,13 +181,17 @@ def equivalents(pkg: str) -> dict[str, str]:
 def score_of(pkg: Package) -> Score:
     found = statuses(WORK / pkg.name)
     listed = equivalents(pkg.name)
-    # An equivalent mutant that a test now kills, or that no longer exists, is stale: say so.
-    stale = sorted(m for m in listed if found.get(m, "killed") in KILLED)
+    # An equivalent mutant that a test now kills, or that no longer exists, is stale: say so. (A time-out of an
+    # equivalent mutant is a slow run, not a kill.)
+    stale = sorted(m for m in listed if found.get(m, "killed") in KILLED - {"timeout"})
     return Score(pkg.name, found, {m: r for m, r in listed.items() if m not in stale}, stale)
 
 
 def report(scores: list[Score], packages: dict[str, Package]) -> bool:
-    print(f"\n{'package':<22}{'mutants':>8}{'killed':>8}{'equiv':>7}{'surv':>6}{'no test':>8}{'score':>8}{'target':>8}")
+    print(
+        f"\n{'package':<22}{'mutants':>8}{'killed':>8}{'(t/o)':>7}{'equiv':>7}{'surv':>6}{'no test':>8}"
+        f"{'score':>8}{'target':>8}"
+    )
     ok = True
     for s in scores:
         target = packages[s.package].target
@@ -196,7 +200,8 @@ def report(scores: list[Score], packages: dict[str, Package]) -> bool:
         ok &= good
         shown = "-" if value is None else f"{100 * value:.1f}%"
         print(
-            f"{s.package:<22}{len(s.statuses):>8}{s.killed:>8}{len(s.equivalent):>7}{s.count('survived'):>6}"
+            f"{s.package:<22}{len(s.statuses):>8}{s.killed:>8}{s.count('timeout'):>7}{len(s.equivalent):>7}"
+            f"{s.count('survived'):>6}"
             f"{s.count('no tests'):>8}{shown:>8}{100 * target:>7.0f}%{'' if good else '  BELOW TARGET'}"
         )
         for m in s.stale_equivalent:

@@ -74,7 +74,7 @@ def test_claim_only_invalid_answer_ends_the_episode_unanswered():
     env = ClaimOnlyEnv("SUPPORTS")
     long = "maybe " * 40
     obs = answer(env, long)
-    assert obs.done and not obs.valid and obs.reward == 0.0
+    assert obs.done is True and obs.valid is False and obs.reward == 0.0
     assert obs.text == f"Invalid answer {long[:100]!r}; expected one of SUPPORTS, REFUTES, NOT ENOUGH INFO."
     assert env.score() == fever.Score(success=False, value=0.0, metrics={"answered": 0.0})
     fresh = ClaimOnlyEnv("SUPPORTS")
