@@ -22,7 +22,7 @@ REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODE
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
 
 .PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
-	reproduce-edv report
+	reproduce-edv report mutants mutants-survivors
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -76,6 +76,16 @@ reproduce-edv:
 # One static page (results/report/index.html + report.md) with every table and figure the results can fill.
 report:
 	$(BIN)/python -m aecg_bench.analysis.site --results results --out results/report
+
+# Mutation testing (docs/quality.md), outside `make test`: PATHS = mutation packages or source paths
+# (default: all, see pyproject [tool.aecg_bench.mutation]); MUTANTS_ARGS go to `mutmut run`.
+PATHS ?=
+MUTANTS_ARGS ?=
+mutants:
+	$(BIN)/python scripts/mutants.py run $(PATHS) $(if $(MUTANTS_ARGS),-- $(MUTANTS_ARGS))
+
+mutants-survivors:
+	$(BIN)/python scripts/mutants.py survivors $(PATHS)
 
 # Our results only: results/reference/ (the papers' numbers) and results/README.md stay.
 clean-results:

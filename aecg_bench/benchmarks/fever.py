@@ -6,7 +6,9 @@ REFUTES, NOT ENOUGH INFO.
 
 Modes:
 - `claim_only`: one answer per claim, no tools (the agent sees only the claim);
-  the answer is read leniently (`normalize_label`: 'Finish[supports]', 'refuted.').
+  the answer must be one label after ReAct's `normalize_answer` (`normalize_label`:
+  'supports.' and 'Finish[supports]' name SUPPORTS; 'refuted', 'The answer is SUPPORTS' and the
+  hedge 'SUPPORTS or REFUTES' name none and score 0).
 - `react`: ReAct's Wikipedia environment (Yao et al., 2023; ysymyth/ReAct
   `wikienv.py` + `wrappers.FeverWrapper`), the setup of G-Memory's FEVER runs. Actions
   `Search[entity]`, `Lookup[keyword]`, `Finish[label]`; observations as ReAct's:
@@ -50,14 +52,6 @@ PAPER_DEV = DataFile(
     source="https://fever.ai/dataset/fever.html (paper_dev.jsonl) or HF fever/fever v1.0 paper_dev",
 )
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
-_ALIASES = {
-    "NOT ENOUGH INFORMATION": "NOT ENOUGH INFO",
-    "NEI": "NOT ENOUGH INFO",
-    "SUPPORT": "SUPPORTS",
-    "SUPPORTED": "SUPPORTS",
-    "REFUTE": "REFUTES",
-    "REFUTED": "REFUTES",
-}
 ANSWER_GRAMMAR = 'root ::= "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"'
 REACT_GRAMMAR = "\n".join(
     [
@@ -80,17 +74,12 @@ _REACT_ACTION = re.compile(r"(search|lookup|finish)\[(.*)\]", re.I | re.S)
 
 
 def normalize_label(text: str) -> str | None:
-    """The label named by an answer ('Finish[supports]', 'refutes.', ...), or None."""
+    """The label an answer names, scored as ReAct / G-Memory do: the whole answer (or its bracketed part,
+    'Finish[supports]') must equal one label after `normalize_answer`; a hedge ('SUPPORTS or REFUTES'), a
+    sentence or a variant spelling ('refuted') names none."""
     inner = re.search(r"\[(.*?)\]", text)
-    raw = inner.group(1) if inner else text
-    cleaned = " ".join(re.sub(r"[^A-Za-z ]", " ", raw).upper().split())
-    cleaned = _ALIASES.get(cleaned, cleaned)
-    if cleaned in LABELS:
-        return cleaned
-    for label in LABELS:  # 'The answer is SUPPORTS' -> SUPPORTS
-        if re.search(rf"\b{label}\b", cleaned):
-            return label
-    return None
+    answer = normalize_answer(inner.group(1) if inner else text)
+    return next((label for label in LABELS if normalize_answer(label) == answer), None)
 
 
 def normalize_answer(text: str) -> str:
@@ -123,7 +112,7 @@ class FeverParams(Params):
 
 class FeverBenchmark(Benchmark):
     name = "fever"
-    version = "2"
+    version = "3"  # 3: claim-only answers scored by normalised exact match (issue 17)
     Params = FeverParams
 
     def __init__(self, params: dict | Params | None = None, *, data_dir: Path | None = None) -> None:
