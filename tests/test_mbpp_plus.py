@@ -321,6 +321,7 @@ def test_hostile_solutions_are_contained_and_scored_as_failures(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 378 sandboxed programs: about 5 minutes idle, over 10 on a loaded machine
 def test_every_canonical_solution_passes(shared_data: Path, gt_cache: Path):
     """All 378 tasks: expected outputs computed, then the canonical code judged as a candidate."""
     bench = make_bench(shared_data)

@@ -155,6 +155,19 @@ def test_tool_errors_carry_tau2_messages(shared_data):
     assert mock.call("delete_task", {}).content == "Error: Tool 'delete_task' not found."
 
 
+def test_an_assertion_about_an_object_the_agent_never_created_fails_the_task_not_the_run():
+    from aecg_bench.benchmarks.tau2.evaluate import assertion_holds
+    from aecg_bench.benchmarks.tau2.tasks import EnvAssertion
+
+    mock = World(MockTools(MockDB(tasks={}, users={})))
+    missing = EnvAssertion(
+        env_type="assistant",
+        func_name="assert_task_status",
+        arguments={"task_id": "task_2", "expected_status": "pending"},
+    )
+    assert assertion_holds(mock, missing) is False
+
+
 def test_tool_specs_come_from_docstrings_and_kinds_are_tau2s():
     specs = {s.name: s for s in MockTools(MockDB(tasks={}, users={})).specs()}
     assert set(specs) == {"create_task", "get_users", "update_task_status", "transfer_to_human_agents"}
@@ -398,7 +411,7 @@ def test_the_embedded_local_model_runs_a_task_to_completion_offline(shared_data,
     (record,) = RunDir(results_dir_of(final)).records()
     assert record["status"] in {"ok", "limit_exceeded", "model_error"}
     assert "reward_db" in record["metrics"] and record["value"] in (0.0, 1.0)
-    assert {"agent", "user_simulator"} <= set(record["usage"]["by_role"])
+    assert {"actor", "user_simulator"} <= set(record["usage"]["by_role"])  # the single agent's role
 
 
 def _run_memory(make_config, shared_data, memory: str, *extra: str) -> list[dict]:

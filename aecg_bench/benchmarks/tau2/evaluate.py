@@ -64,7 +64,13 @@ def replay_gold(task: Tau2Task, fresh: Callable[[], World]) -> World:
 
 
 def assertion_holds(world: World, assertion: EnvAssertion) -> bool:
-    result = world.run_function(assertion.env_type, assertion.func_name, assertion.arguments)
+    """An assertion about an object the final DB does not hold (the domain function raises, e.g.
+    "Task task_2 not found" when the agent never created it) does not hold. tau2 lets that error
+    escape its evaluator; here it is the task's failure, never an infra error that would be redone."""
+    try:
+        result = world.run_function(assertion.env_type, assertion.func_name, assertion.arguments)
+    except ValueError:
+        return False
     if not isinstance(result, bool):
         raise ValueError(f"assertion {assertion.func_name} returned {type(result).__name__}, not bool")
     return result == assertion.assert_value
