@@ -25,7 +25,7 @@ def _no_network_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
+    if not (SHARED_DATA / "README.md").exists():  # the shared copy, not an empty folder left by a failed download
         pytest.skip(f"shared benchmark data not found at {SHARED_DATA} (set AECG_SHARED_DATA)")
     return SHARED_DATA
 

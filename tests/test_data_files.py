@@ -38,8 +38,7 @@ def test_a_download_with_the_wrong_hash_is_refused_and_not_kept(tmp_path):
     spec = DataFile("test.jsonl", "0" * 64, url, "", "tar.gz", "data/pddl/test.jsonl")
     with pytest.raises(DataError, match="differs from the pinned 0000"):
         fetch(tmp_path / "pddl", spec)
-    assert not (tmp_path / "pddl" / "test.jsonl").exists()
-    assert list((tmp_path / "pddl").iterdir()) == []  # no temp file left behind
+    assert not (tmp_path / "pddl").exists()  # no file, no temp file, not even the folder it made
 
 
 def test_a_missing_member_is_a_clear_error(tmp_path):
@@ -47,3 +46,13 @@ def test_a_missing_member_is_a_clear_error(tmp_path):
     spec = DataFile("test.jsonl", "0" * 64, url, "", "tar.gz", "data/scienceworld/test.jsonl")
     with pytest.raises(DataError, match=r"data/scienceworld/test\.jsonl is not in the archive"):
         fetch(tmp_path / "sw", spec)
+
+
+def test_a_failed_download_leaves_the_data_root_as_it_found_it(tmp_path):
+    """Offline: no empty benchmark folders appear, so nothing later mistakes them for data."""
+    root = tmp_path / "data"
+    root.mkdir()
+    spec = DataFile("test.jsonl", "0" * 64, (tmp_path / "nowhere.jsonl").as_uri(), "")
+    with pytest.raises(DataError, match="could not download"):
+        fetch(root / "scienceworld" / "v1", spec)
+    assert list(root.iterdir()) == []

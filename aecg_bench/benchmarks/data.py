@@ -85,8 +85,9 @@ def _download(spec: DataFile, dest: Path) -> None:
     """Download (and unpack) into a temp file, check the hash, then move it into place, so a
     broken or different download never becomes the file a later run trusts."""
     assert spec.url is not None
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    created = make_parents(dest)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent)
+    landed = False
     try:
         with urllib.request.urlopen(spec.url, timeout=120) as resp, os.fdopen(fd, "wb") as tmp:
             if spec.compression == "gzip":
@@ -99,10 +100,33 @@ def _download(spec: DataFile, dest: Path) -> None:
         if found != spec.sha256:
             raise DataError(f"downloaded {spec.url} but its sha256 {found} differs from the pinned {spec.sha256}")
         os.replace(tmp_name, dest)
+        landed = True
     except (OSError, tarfile.TarError) as exc:
         raise DataError(f"could not download {spec.url} to {dest}: {exc}") from exc
     finally:
         Path(tmp_name).unlink(missing_ok=True)
+        if not landed:
+            remove_empty(created)
+
+
+def make_parents(dest: Path) -> list[Path]:
+    """Create dest's missing parent folders; returns them, deepest first, for `remove_empty`."""
+    created = []
+    folder = dest.parent
+    while not folder.exists():
+        created.append(folder)
+        folder = folder.parent
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return created
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Undo `make_parents` after a failed download: a data root is left as it was found."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def _copy_member(stream: Any, member: str, out: Any) -> None:

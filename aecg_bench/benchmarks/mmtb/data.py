@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.benchmarks.data import git_blob_sha1
+from aecg_bench.benchmarks.data import git_blob_sha1, make_parents, remove_empty
 from aecg_bench.errors import DataError
 
 FILE = "Multi-Mission-Tool-Bench.jsonl"
@@ -51,8 +51,9 @@ def fetch(data_dir: Path | None, *, download: bool, url: str | None = None, blob
 
 
 def _download(url: str, dest: Path, blob_sha1: str) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    created = make_parents(dest)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".mmtb-")
+    landed = False
     try:
         with urllib.request.urlopen(url, timeout=120) as resp, os.fdopen(fd, "wb") as out:
             while chunk := resp.read(1 << 20):
@@ -61,10 +62,13 @@ def _download(url: str, dest: Path, blob_sha1: str) -> None:
         if found != blob_sha1:
             raise DataError(f"downloaded {url} but its git blob id {found} differs from the pinned {blob_sha1}")
         os.replace(tmp, dest)
+        landed = True
     except OSError as exc:
         raise DataError(f"could not download {url} to {dest}: {exc}") from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
+        if not landed:
+            remove_empty(created)
 
 
 def read_items(path: Path) -> list[dict[str, Any]]:
