@@ -130,9 +130,13 @@ def _hydra_entry() -> None:
     from hydra.types import RunMode
     from omegaconf import DictConfig, OmegaConf
 
+    from aecg_bench.llm.threads import set_concurrent_jobs
+
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def _main(cfg: DictConfig) -> None:
         in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
+        if in_sweep:  # the launcher's parallel jobs share the cores (sequential launchers have no n_jobs)
+            set_concurrent_jobs(HydraConfig.get().launcher.get("n_jobs"))
         raw = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(raw, dict)
         try:
