@@ -82,19 +82,41 @@ def load(
         return _models[key]
 
 
-def _counted_ram_cache(capacity_bytes: int) -> Any:
-    """llama-cpp-python's RAM cache, with its size counting what it really holds.
+def _counted_ram_cache(capacity_bytes: int, keep_scores: bool = False) -> Any:
+    """llama-cpp-python's RAM cache, with its size counting what it really holds, and holding
+    no logits.
 
     Its own `cache_size` counts only the KV bytes of each saved state, not the
-    logits array saved beside them (n_tokens x 49k vocabulary floats, ~100 MB
-    a state here), so a "1 GB" cache grew past 8 GB and was OOM-killed.
+    logits array saved beside them (min(n_tokens, n_batch) x 49k vocabulary
+    floats, up to 100 MB a state here), so a "1 GB" cache grew past 8 GB and
+    was OOM-killed. Those logits are never read back: with `logits_all` off,
+    sampling runs on the logits of a live decode, and a restored state always
+    re-evaluates at least its last token (`_requires_eval`). So each state
+    keeps one zero row in their place (the restore broadcasts it): 512 MB then
+    holds dozens of prompt prefixes (~25 KB of KV a token) instead of about
+    four, enough for every agent of a team plus the memory-side prompts.
+    `keep_scores=True` is the previous behaviour, for measurements.
     """
+    import numpy as np
     from llama_cpp import LlamaRAMCache
+    from llama_cpp.llama import LlamaState
 
     class CountedRAMCache(LlamaRAMCache):
         @property
         def cache_size(self) -> int:
             return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if not keep_scores:
+                value = LlamaState(
+                    input_ids=value.input_ids,
+                    scores=np.zeros((1, value.scores.shape[1]), dtype=np.single),
+                    n_tokens=value.n_tokens,
+                    llama_state=value.llama_state,
+                    llama_state_size=value.llama_state_size,
+                    seed=value.seed,
+                )
+            super().__setitem__(key, value)
 
     return CountedRAMCache(capacity_bytes=capacity_bytes)
 
