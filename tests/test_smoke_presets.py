@@ -78,25 +78,42 @@ def test_discovery_finds_this_branchs_smoke_configs_and_names_their_results(tmp_
         "experiment_name: rq2-smoke\nmechanism: {warmup_name: warm-smoke}\n"
     )
     (tmp_path / "aecg_rq2_scope.yaml").write_text("experiment_name: rq2\n")  # not a smoke config
+    (tmp_path / "edv_table1.yaml").write_text("experiment_name: edv_table1\n")
     found = dict((e.name, c) for e, c in script.discover(tmp_path))
     assert found["mechanisms"] == ["aecg_rq2_scope_smoke"] and found["table1"] == []
+    assert found["edv"] == []  # EDV's tables count only with their smoke preset present
     assert script.result_names("aecg_rq2_scope_smoke", tmp_path) == ["rq2-smoke", "warm-smoke"]
+    (tmp_path.parent / "preset").mkdir(exist_ok=True)
+    (tmp_path.parent / "preset" / "edv_smoke.yaml").write_text("protocol: {limit: 2}\n")
+    assert dict((e.name, c) for e, c in script.discover(tmp_path))["edv"] == ["edv_table1"]
 
 
 def _smoke_configs() -> list[str]:
-    return sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*_smoke.yaml"))
+    """Experiment configs built on the embedded-model smoke preset (conf/preset/smoke.yaml)."""
+    out = []
+    for path in sorted((REPO / "conf" / "experiment").glob("*.yaml")):
+        defaults = (yaml.safe_load(path.read_text()) or {}).get("defaults") or []
+        if "/preset/smoke" in defaults:
+            out.append(path.stem)
+    return out
+
+
+def test_the_paper_tables_have_embedded_model_smoke_configs():
+    assert {"aecg_table1_smoke", "aecg_table2_smoke"} <= set(_smoke_configs())
 
 
 @pytest.mark.parametrize("config", _smoke_configs())
-def test_every_smoke_preset_is_offline_and_small(make_config, config):
-    """A smoke preset runs with no key and no network, on a bounded grid: the embedded model (or a
-    pool of it), a sample limit, a step cap and memory maintenance within the samples it runs."""
+def test_every_smoke_preset_is_offline_small_and_reaches_every_path(make_config, config):
+    """A smoke preset runs with no key and no network, on a bounded grid: the embedded model, a
+    sample limit, a step cap and memory maintenance within the samples it runs; two samples so the
+    second recalls the first's memories; enough steps for each part of a split AgentNet task."""
     raw = make_config(f"experiment={config}")
     labels = {spec["model"].split("/")[0] for spec in raw["model"]["models"].values()}
-    assert labels <= {"aecg-local", "mock"}, labels
+    assert labels == {"aecg-local"}, labels
     proto = raw["protocol"]
-    assert proto["limit"] is not None and 1 <= proto["limit"] <= 4
-    assert proto["max_steps"] is not None and proto["max_steps"] <= 8
+    assert proto["limit"] is not None and 2 <= proto["limit"] <= 4
+    agentnet = yaml.safe_load((REPO / "conf" / "framework" / "agentnet.yaml").read_text())["params"]
+    assert proto["max_steps"] is not None and agentnet["max_subtasks"] <= proto["max_steps"] <= 8
     assert proto["maintain_every"] <= proto["limit"]  # at least one maintenance round per run
     assert all(spec.get("max_output_tokens") for spec in raw["model"]["models"].values())
     text = yaml.safe_load((REPO / "conf" / "experiment" / f"{config}.yaml").read_text())

@@ -3,11 +3,13 @@
     python scripts/perf/smoke_presets.py [--only table1,table2] [--jobs 2] [--results-root DIR]
     python scripts/perf/smoke_presets.py --from-results results      # read finished runs, run nothing
     python scripts/perf/smoke_presets.py --list                      # what would run
+    python scripts/perf/smoke_presets.py --only table1 -- memory=aecg  # a slice: overrides after --
 
 Experiments (issue 20's targets, 2 cores, offline, fresh cache): Table 1 (`aecg_table1_smoke`,
 what `make reproduce-table1` runs with no model configured) < 10 min, Table 2 < 10 min, the
-mechanism tests (`aecg_rq*_smoke`) < 15 min, EDV's tables (`edv_*_smoke`) < 20 min. An experiment
-whose smoke configs are not on this branch is listed as absent. A run starts in a fresh results root
+mechanism tests (`aecg_rq*_smoke`, run by `aecg_bench.mechanisms`) < 15 min, EDV's tables (`edv_table<N>`
+with `preset=edv_smoke seed=0`) < 20 min. An experiment whose configs are not on this branch is
+listed as absent. A run starts in a fresh results root
 (so a fresh LLM cache) unless --results-root names one. Wall time is measured around the sweep
 process; with --from-results it is the span from the earliest run start to the latest run finish.
 Every figure is printed with the load average, because on a shared machine it means little without.
@@ -43,19 +45,26 @@ class Experiment:
     pattern: str  # experiment config names (glob in conf/experiment)
     target_min: float
     entry: str = "aecg_bench.run"  # module run with `python -m`
+    preset: str | None = None  # a smoke preset (conf/preset/) applied on top; needed to exist
 
 
 EXPERIMENTS = (
     Experiment("table1", "aecg_table1_smoke", 10),
     Experiment("table2", "aecg_table2_smoke", 10),
     Experiment("mechanisms", "aecg_rq*_smoke", 15, entry="aecg_bench.mechanisms"),
-    Experiment("edv", "edv_*_smoke", 20),
+    Experiment("edv", "edv_table[0-9]", 20, preset="edv_smoke"),
 )
 
 
 def discover(conf_dir: Path = CONF) -> list[tuple[Experiment, list[str]]]:
     """Each experiment with the smoke configs this branch has (maybe none)."""
-    return [(e, sorted(p.stem for p in conf_dir.glob(f"{e.pattern}.yaml"))) for e in EXPERIMENTS]
+    out = []
+    for e in EXPERIMENTS:
+        configs = sorted(p.stem for p in conf_dir.glob(f"{e.pattern}.yaml"))
+        if e.preset and not (conf_dir.parent / "preset" / f"{e.preset}.yaml").exists():
+            configs = []
+        out.append((e, configs))
+    return out
 
 
 def result_names(config: str, conf_dir: Path = CONF) -> list[str]:
@@ -171,9 +180,11 @@ def report(exp: Experiment, configs: list[str], st: Stats, wall_s: float | None)
     return lines
 
 
-def run_sweep(exp: Experiment, config: str, results_root: Path, jobs: int) -> float:
+def run_sweep(exp: Experiment, config: str, results_root: Path, jobs: int, extra: list[str]) -> float:
     """Run one smoke config to completion in its own process; returns its wall seconds."""
-    cmd = [sys.executable, "-m", exp.entry, f"experiment={config}", f"runtime.results_root={results_root}"]
+    cmd = [sys.executable, "-m", exp.entry, f"experiment={config}", f"runtime.results_root={results_root}", *extra]
+    if exp.preset:  # these experiments sweep their paper benchmarks and seeds; the smoke runs one of each
+        cmd += [f"preset={exp.preset}", "seed=0"]
     if exp.entry == "aecg_bench.run":
         cmd += [f"hydra.launcher.n_jobs={jobs}", "runtime.progress=false"]
     print("$", " ".join(cmd), f"  [{load_average()}]", flush=True)
@@ -192,6 +203,7 @@ def main() -> int:
     parser.add_argument("--results-root", type=Path, default=None, help="default: a fresh temporary directory")
     parser.add_argument("--from-results", type=Path, default=None, help="read this results root; run nothing")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="after --: config overrides for every sweep (a slice)")
     args = parser.parse_args()
 
     names = {e.name for e in EXPERIMENTS}
@@ -216,9 +228,10 @@ def main() -> int:
                 continue
             wall = None
             if args.from_results is None:
-                wall = sum(run_sweep(exp, c, root, args.jobs) for c in configs)
+                wall = sum(run_sweep(exp, c, root, args.jobs, args.overrides) for c in configs)
             st = collect([root / n for n in dict.fromkeys(n for c in configs for n in result_names(c))])
-            print("\n".join(report(exp, configs, st, wall)), f"\n  [{load_average()}]", flush=True)
+            shown = configs + ([f"SLICE {' '.join(args.overrides)}"] if args.overrides else [])
+            print("\n".join(report(exp, shown, st, wall)), f"\n  [{load_average()}]", flush=True)
     finally:
         if tmp is not None:
             tmp.cleanup()
