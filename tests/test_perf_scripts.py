@@ -18,11 +18,11 @@ def load_script():
     return module
 
 
-def test_workload_is_fixed_and_alternates_two_agents_over_a_growing_history():
+def test_workload_is_fixed_and_cycles_three_agents_over_a_growing_history():
     script = load_script()
     calls = script._workload(2, 3)
     assert calls == script._workload(2, 3) and len(calls) == 6
-    assert [c[0]["content"] for c in calls[:2]] == list(script.SYSTEMS)
+    assert [c[0]["content"] for c in calls[:3]] == list(script.SYSTEMS)
     assert [len(c) for c in calls[:3]] == [2, 4, 6]
     assert calls[3][1]["content"] != calls[0][1]["content"]  # the second episode has its own task
 

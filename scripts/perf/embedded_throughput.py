@@ -1,10 +1,11 @@
 """Embedded-model (SmolLM2-135M, llama-cpp-python) tokens/s on a fixed agent-like workload.
 
-The workload: `--episodes` two-agent episodes of `--turns` turns each; the agents alternate, each
-with its own system prompt (~250 tokens), the task, and a growing history of observations, and
-each reply is capped at `--max-tokens` tokens (greedy, seed 0). This is the shape of a smoke run's
-calls: long prompts, short replies, two prompts alternating (so the KV RAM cache matters), the same
-model settings as aecg_bench/llm/local.py (n_ctx 2048, 512 MB RAM cache).
+The workload: `--episodes` episodes of `--turns` turns each by a team of three agents (planner,
+executor, critic, as AutoGen's) taking turns, each with its own system prompt (~150 tokens), the
+task, and a growing history of observations, and each reply capped at `--max-tokens` tokens (greedy,
+seed 0). This is the shape of a smoke run's calls: long prompts, short replies, several prompt
+prefixes interleaved (so the KV RAM cache matters), the same model settings as
+aecg_bench/llm/local.py (n_ctx 2048, 512 MB RAM cache).
 
 Each (jobs, threads) setting runs `jobs` processes at once, each loading its own model with
 `threads` threads for generation and `--batch-threads` (default: the same) for prompt evaluation,
@@ -13,8 +14,8 @@ generated tokens/s over the wall time of the slowest process, with the load aver
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
 
-`--settings JOBSxTHREADS,...`; `--batch-threads 0` = llama-cpp-python's own default (every core),
-which is what the harness used before threads were placed (`1x1` with it = "today" at 1 job).
+`--settings JOBSxTHREADS,...`. The harness before issue 20 = `--batch-threads 0 --keep-logits`
+(llama-cpp-python's default prompt-evaluation threads, every core; KV states saved with their logits).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ SYSTEMS = (
     "You are the executor of a team of agents. You turn the planner's step into one valid action of the "
     "environment. Rules: output exactly one action from the list of valid actions; do not explain; if no "
     "action fits, output look around. " * 3,
+    "You are the critic of a team of agents. You check the executor's proposed action against the task "
+    "and the observations. Rules: approve an action that is valid and moves towards the goal; reject an "
+    "action that repeats a failure; answer APPROVE or REJECT with one short reason. " * 3,
 )
 
 
@@ -46,7 +50,7 @@ def _workload(episodes: int, turns: int) -> list[list[dict[str, str]]]:
         task += "pick up pot, fill pot with water, put pot on stove, activate stove, wait."
         history: list[dict[str, str]] = []
         for t in range(turns):
-            system = SYSTEMS[t % 2]
+            system = SYSTEMS[t % len(SYSTEMS)]
             calls.append([{"role": "system", "content": system}, {"role": "user", "content": task}, *history])
             history = [
                 *history,
@@ -56,7 +60,9 @@ def _workload(episodes: int, turns: int) -> list[list[dict[str, str]]]:
     return calls
 
 
-def _worker(threads: int, batch_threads: int, episodes: int, turns: int, max_tokens: int, out: Any) -> None:
+def _worker(
+    threads: int, batch_threads: int, keep_logits: bool, episodes: int, turns: int, max_tokens: int, out: Any
+) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from llama_cpp import Llama
 
@@ -66,7 +72,7 @@ def _worker(threads: int, batch_threads: int, episodes: int, turns: int, max_tok
     if batch_threads > 0:
         kwargs["n_threads_batch"] = batch_threads
     llm = Llama(model_path=str(model_path("smollm2-135m-instruct")), n_ctx=2048, verbose=False, seed=0, **kwargs)
-    llm.set_cache(_counted_ram_cache(512 << 20))
+    llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
     prompt = completion = 0
     start = time.perf_counter()
     for messages in _workload(episodes, turns):
@@ -76,10 +82,12 @@ def _worker(threads: int, batch_threads: int, episodes: int, turns: int, max_tok
     out.put(json.dumps({"prompt": prompt, "completion": completion, "seconds": time.perf_counter() - start}))
 
 
-def measure(jobs: int, threads: int, batch_threads: int, episodes: int, turns: int, max_tokens: int) -> dict:
+def measure(
+    jobs: int, threads: int, batch_threads: int, episodes: int, turns: int, max_tokens: int, keep_logits: bool = False
+) -> dict:
     queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
     procs = [
-        mp.Process(target=_worker, args=(threads, batch_threads, episodes, turns, max_tokens, queue))
+        mp.Process(target=_worker, args=(threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue))
         for _ in range(jobs)
     ]
     for p in procs:
@@ -116,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", default="1x1,1x2,2x1")
     parser.add_argument("--batch-threads", type=int, default=-1, help="-1: same as threads; 0: library default")
+    parser.add_argument("--keep-logits", action="store_true", help="KV cache states keep their logits (before)")
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -126,9 +135,10 @@ def main() -> None:
     for jobs, threads in parse_settings(args.settings):
         batch = threads if args.batch_threads < 0 else args.batch_threads
         load0 = os.getloadavg()[0]
-        r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens)
+        r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits)
         print(
-            f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}): "
+            f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
+            f"{', logits kept' if args.keep_logits else ''}): "
             f"{r['tokens_per_s']:,.0f} tok/s, {r['generated_per_s']:,.1f} generated/s "
             f"({r['prompt_tokens']:,} + {r['completion_tokens']:,} tokens in {r['seconds']:.1f} s)  "
             f"[load {load0:.2f} -> {os.getloadavg()[0]:.2f}]",
