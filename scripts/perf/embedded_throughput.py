@@ -10,7 +10,9 @@ aecg_bench/llm/local.py (n_ctx 2048, 512 MB RAM cache).
 Each (jobs, threads) setting runs `jobs` processes at once, each loading its own model with
 `threads` threads for generation and `--batch-threads` (default: the same) for prompt evaluation,
 as `jobs` parallel sweep jobs would. Figures: aggregate tokens/s (prompt + generated) and
-generated tokens/s over the wall time of the slowest process, with the load average before and after.
+generated tokens/s over the wall time of the slowest process, with the load average before and after,
+and tokens per CPU-second of the model processes (all their threads): on a shared machine wall time
+also measures how much CPU the other processes leave, CPU time much less so.
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
 
@@ -74,12 +76,21 @@ def _worker(
     llm = Llama(model_path=str(model_path("smollm2-135m-instruct")), n_ctx=2048, verbose=False, seed=0, **kwargs)
     llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
     prompt = completion = 0
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     for messages in _workload(episodes, turns):
         reply = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=0.0, seed=0)
         prompt += reply["usage"]["prompt_tokens"]
         completion += reply["usage"]["completion_tokens"]
-    out.put(json.dumps({"prompt": prompt, "completion": completion, "seconds": time.perf_counter() - start}))
+    out.put(
+        json.dumps(
+            {
+                "prompt": prompt,
+                "completion": completion,
+                "seconds": time.perf_counter() - start,
+                "cpu_seconds": time.process_time() - cpu0,
+            }
+        )
+    )
 
 
 def measure(
@@ -106,6 +117,7 @@ def measure(
         "seconds": wall,
         "tokens_per_s": (prompt + completion) / wall,
         "generated_per_s": completion / wall,
+        "tokens_per_cpu_s": (prompt + completion) / sum(r["cpu_seconds"] for r in results),
     }
 
 
@@ -140,7 +152,8 @@ def main() -> None:
             f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
             f"{', logits kept' if args.keep_logits else ''}): "
             f"{r['tokens_per_s']:,.0f} tok/s, {r['generated_per_s']:,.1f} generated/s "
-            f"({r['prompt_tokens']:,} + {r['completion_tokens']:,} tokens in {r['seconds']:.1f} s)  "
+            f"({r['prompt_tokens']:,} + {r['completion_tokens']:,} tokens in {r['seconds']:.1f} s; "
+            f"{r['tokens_per_cpu_s']:,.0f} tok per CPU-second)  "
             f"[load {load0:.2f} -> {os.getloadavg()[0]:.2f}]",
             flush=True,
         )
