@@ -49,6 +49,7 @@ perf:
 	$(BIN)/python scripts/perf/llm_overhead.py
 	$(BIN)/python scripts/perf/aecg_recall_latency.py
 	$(BIN)/python scripts/perf/recall_latency.py
+	$(BIN)/python scripts/perf/embedded_throughput.py
 
 # AECG Table 1 + Figure 5 / Table 2: sweep (resumable), then the table beside the paper's numbers.
 # PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids; DRY_RUN=1 prices the paper preset;

@@ -200,6 +200,7 @@ def _hydra_entry() -> None:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
+    from aecg_bench.llm.threads import set_concurrent_jobs
     from aecg_bench.runner import lifecycle
     from aecg_bench.runner.identity import Redactor
     from aecg_bench.runner.logs import redact_console
@@ -210,6 +211,8 @@ def _hydra_entry() -> None:
         lifecycle.install_sigterm()  # again: a joblib worker is a fresh process
         if in_sweep:
             lifecycle.watch_parent()
+            # the launcher's parallel jobs share the cores (sequential launchers have no n_jobs)
+            set_concurrent_jobs(HydraConfig.get().launcher.get("n_jobs"))
         try:
             raw = resolve(cfg)
             redact_console(Redactor(secret_envs(raw)))

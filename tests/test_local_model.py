@@ -73,7 +73,7 @@ def test_context_overflow_is_a_limit_not_a_retry():
 def test_kv_ram_cache_stays_within_its_capacity():
     from aecg_bench.llm import local
 
-    llm, _ = local.load("smollm2-135m-instruct", n_ctx=1024, n_threads=1, ram_cache_mb=64)
+    llm, _ = local.load("smollm2-135m-instruct", n_ctx=1024, ram_cache_mb=64)  # the client's model (threads: auto)
     client = LLMClient(
         {"local": LOCAL.model_copy(update={"options": {"n_ctx": 1024, "ram_cache_mb": 64}})}, {"default": "local"}
     )
@@ -84,3 +84,28 @@ def test_kv_ram_cache_stays_within_its_capacity():
         )
     held = sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in llm.cache.cache_state.values())
     assert llm.cache.cache_state and held <= 64 << 20
+
+
+def test_kv_states_are_cached_without_logits_and_replies_do_not_change():
+    """The RAM cache drops each state's logits (never read back): same greedy replies, a fraction of the bytes."""
+    from llama_cpp import Llama
+
+    from aecg_bench.llm import local
+
+    systems = ["You plan. Answer with one action. " * 20, "You act. Answer with one action. " * 20]
+    calls, history = [], []
+    for t in range(4):
+        calls.append(
+            [{"role": "system", "content": systems[t % 2]}, {"role": "user", "content": "Boil water."}, *history]
+        )
+        history = [*history, {"role": "assistant", "content": "go to kitchen"}, {"role": "user", "content": f"obs {t}"}]
+    replies, held = {}, {}
+    for keep in (True, False):
+        llm = Llama(model_path=str(local.model_path("smollm2-135m-instruct")), n_ctx=1024, n_threads=1, verbose=False)
+        llm.set_cache(local._counted_ram_cache(512 << 20, keep_scores=keep))
+        replies[keep] = [llm.create_chat_completion(messages=m, max_tokens=12, temperature=0.0, seed=0) for m in calls]
+        replies[keep] = [r["choices"][0]["message"]["content"] for r in replies[keep]]
+        held[keep] = llm.cache.cache_size
+        assert len(llm.cache.cache_state) == len(calls)
+    assert replies[True] == replies[False]
+    assert held[False] * 4 < held[True]

@@ -3,6 +3,8 @@ joblib launcher, the table script renders every cell from the results files, and
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -40,6 +42,9 @@ def test_tiny_sweep_renders_every_cell_and_resumes(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     runs = sorted(p.parent for p in (root / "aecg_table1").rglob("run.json"))
     assert len(runs) == 16  # 2 frameworks x 2 benchmarks x 2 memories x 2 seeds
+    env = json.loads((runs[0] / "run.json").read_text())["environment"]
+    assert env["concurrent_jobs"] == 2  # the launcher's n_jobs reached the run: model threads share the cores
+    assert env["embedded_model_threads"] == max(len(os.sched_getaffinity(0)) // 2, 1)
 
     table = subprocess.run(
         [sys.executable, "scripts/make_table1.py", str(root / "aecg_table1")],

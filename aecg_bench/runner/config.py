@@ -145,8 +145,13 @@ def parse_run_config(raw: dict[str, Any]) -> RunConfig:
 def validate_components(cfg: RunConfig) -> None:
     """Check each component's params against its schema without building it (no data, no model)."""
     from aecg_bench import registry
+    from aecg_bench.llm.threads import model_threads
 
     for group in ("benchmark", "framework", "memory"):
         comp: ComponentConfig = getattr(cfg, group)
         cls = registry.resolve(group, comp.name)
         validate_params(f"{group} {comp.name!r}", cls.Params, comp.params)
+    for spec in cfg.model.models.values():
+        options = spec.get("options") or {}
+        if "n_threads" in options:
+            model_threads(options["n_threads"])  # 'auto' or a positive integer; one line otherwise

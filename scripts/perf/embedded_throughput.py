@@ -1,0 +1,163 @@
+"""Embedded-model (SmolLM2-135M, llama-cpp-python) tokens/s on a fixed agent-like workload.
+
+The workload: `--episodes` episodes of `--turns` turns each by a team of three agents (planner,
+executor, critic, as AutoGen's) taking turns, each with its own system prompt (~150 tokens), the
+task, and a growing history of observations, and each reply capped at `--max-tokens` tokens (greedy,
+seed 0). This is the shape of a smoke run's calls: long prompts, short replies, several prompt
+prefixes interleaved (so the KV RAM cache matters), the same model settings as
+aecg_bench/llm/local.py (n_ctx 2048, 512 MB RAM cache).
+
+Each (jobs, threads) setting runs `jobs` processes at once, each loading its own model with
+`threads` threads for generation and `--batch-threads` (default: the same) for prompt evaluation,
+as `jobs` parallel sweep jobs would. Figures: aggregate tokens/s (prompt + generated) and
+generated tokens/s over the wall time of the slowest process, with the load average before and after,
+and tokens per CPU-second of the model processes (all their threads): on a shared machine wall time
+also measures how much CPU the other processes leave, CPU time much less so.
+
+    python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
+
+`--settings JOBSxTHREADS,...`. The harness before issue 20 = `--batch-threads 0 --keep-logits`
+(llama-cpp-python's default prompt-evaluation threads, every core; KV states saved with their logits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import time
+from typing import Any
+
+SYSTEMS = (
+    "You are the planner of a team of agents. You read the task and the observations and decide the next "
+    "high-level step. Rules: always check the valid actions first; never repeat a failed action; prefer "
+    "actions that move towards the goal; answer with one action only. " * 3,
+    "You are the executor of a team of agents. You turn the planner's step into one valid action of the "
+    "environment. Rules: output exactly one action from the list of valid actions; do not explain; if no "
+    "action fits, output look around. " * 3,
+    "You are the critic of a team of agents. You check the executor's proposed action against the task "
+    "and the observations. Rules: approve an action that is valid and moves towards the goal; reject an "
+    "action that repeats a failure; answer APPROVE or REJECT with one short reason. " * 3,
+)
+
+
+def _workload(episodes: int, turns: int) -> list[list[dict[str, str]]]:
+    """The message lists of every call, in order (deterministic)."""
+    calls = []
+    for ep in range(episodes):
+        task = (
+            f"Task {ep}: boil water. You are in room {ep % 5}. Valid actions: look around, open door, go to kitchen, "
+        )
+        task += "pick up pot, fill pot with water, put pot on stove, activate stove, wait."
+        history: list[dict[str, str]] = []
+        for t in range(turns):
+            system = SYSTEMS[t % len(SYSTEMS)]
+            calls.append([{"role": "system", "content": system}, {"role": "user", "content": task}, *history])
+            history = [
+                *history,
+                {"role": "assistant", "content": "go to kitchen"},
+                {"role": "user", "content": f"Observation {t}: you see a stove, a sink, a pot and a door. " * 2},
+            ]
+    return calls
+
+
+def _worker(
+    threads: int, batch_threads: int, keep_logits: bool, episodes: int, turns: int, max_tokens: int, out: Any
+) -> None:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from llama_cpp import Llama
+
+    from aecg_bench.llm.local import _counted_ram_cache, model_path
+
+    kwargs: dict[str, Any] = {"n_threads": threads}
+    if batch_threads > 0:
+        kwargs["n_threads_batch"] = batch_threads
+    llm = Llama(model_path=str(model_path("smollm2-135m-instruct")), n_ctx=2048, verbose=False, seed=0, **kwargs)
+    llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
+    prompt = completion = 0
+    start, cpu0 = time.perf_counter(), time.process_time()
+    for messages in _workload(episodes, turns):
+        reply = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=0.0, seed=0)
+        prompt += reply["usage"]["prompt_tokens"]
+        completion += reply["usage"]["completion_tokens"]
+    out.put(
+        json.dumps(
+            {
+                "prompt": prompt,
+                "completion": completion,
+                "seconds": time.perf_counter() - start,
+                "cpu_seconds": time.process_time() - cpu0,
+            }
+        )
+    )
+
+
+def measure(
+    jobs: int, threads: int, batch_threads: int, episodes: int, turns: int, max_tokens: int, keep_logits: bool = False
+) -> dict:
+    queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+    procs = [
+        mp.Process(target=_worker, args=(threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue))
+        for _ in range(jobs)
+    ]
+    for p in procs:
+        p.start()
+    results = [json.loads(queue.get(timeout=3600)) for _ in procs]
+    for p in procs:
+        p.join()
+    wall = max(r["seconds"] for r in results)
+    prompt = sum(r["prompt"] for r in results)
+    completion = sum(r["completion"] for r in results)
+    return {
+        "jobs": jobs,
+        "threads": threads,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "seconds": wall,
+        "tokens_per_s": (prompt + completion) / wall,
+        "generated_per_s": completion / wall,
+        "tokens_per_cpu_s": (prompt + completion) / sum(r["cpu_seconds"] for r in results),
+    }
+
+
+def parse_settings(text: str) -> list[tuple[int, int]]:
+    """'1x1,2x1' -> [(1, 1), (2, 1)]: jobs x threads per job."""
+    out = []
+    for item in text.split(","):
+        jobs, _, threads = item.strip().partition("x")
+        if not (jobs.isdigit() and threads.isdigit() and int(jobs) > 0 and int(threads) > 0):
+            raise SystemExit(f"error: bad setting {item!r}; expected JOBSxTHREADS with positive integers, e.g. 2x1")
+        out.append((int(jobs), int(threads)))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", default="1x1,1x2,2x1")
+    parser.add_argument("--batch-threads", type=int, default=-1, help="-1: same as threads; 0: library default")
+    parser.add_argument("--keep-logits", action="store_true", help="KV cache states keep their logits (before)")
+    parser.add_argument("--episodes", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    args = parser.parse_args()
+    print(
+        f"{len(os.sched_getaffinity(0))} usable cores; workload: {args.episodes} episodes x {args.turns} turns per job"
+    )
+    for jobs, threads in parse_settings(args.settings):
+        batch = threads if args.batch_threads < 0 else args.batch_threads
+        load0 = os.getloadavg()[0]
+        r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits)
+        print(
+            f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
+            f"{', logits kept' if args.keep_logits else ''}): "
+            f"{r['tokens_per_s']:,.0f} tok/s, {r['generated_per_s']:,.1f} generated/s "
+            f"({r['prompt_tokens']:,} + {r['completion_tokens']:,} tokens in {r['seconds']:.1f} s; "
+            f"{r['tokens_per_cpu_s']:,.0f} tok per CPU-second)  "
+            f"[load {load0:.2f} -> {os.getloadavg()[0]:.2f}]",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""The smoke-preset script reads what runs recorded, and every smoke preset stays offline and small.
+
+No timing is asserted: the figures are the script's output, checked here only for what they count.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+import yaml
+from conftest import REPO
+
+from aecg_bench.run import run_from_config
+
+SCRIPT = REPO / "scripts" / "perf" / "smoke_presets.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("smoke_presets", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["smoke_presets"] = module  # dataclasses resolve annotations through it
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_collect_counts_samples_calls_tokens_and_maintenance(make_config, tmp_path):
+    script = load_script()
+    raw = make_config(
+        "experiment_name=speedcheck",
+        "benchmark=toy",
+        "benchmark.params.size=3",
+        "memory=recorder",
+        "protocol.maintain_every=1",
+    )
+    final = run_from_config(raw)
+    st = script.collect([tmp_path / "results" / "speedcheck"])
+    assert st.runs == 1 and st.complete == 1 and st.samples == 3
+    assert st.calls == final["usage"]["total"]["calls"] > 0
+    assert st.input_tokens == final["usage"]["total"]["input_tokens"] > 0
+    assert st.maintained_runs == 1 and "agent" in st.roles
+    assert st.span_s is not None and st.span_s >= 0
+    text = "\n".join(script.report(script.EXPERIMENTS[0], ["x"], st, None))
+    assert "3 samples" in text and "maintenance in 1/1 runs" in text
+    assert script.collect([tmp_path / "missing"]).runs == 0
+
+
+def test_collect_reads_audit_events_per_memory_and_survives_a_torn_line(tmp_path):
+    script = load_script()
+    run = tmp_path / "exp" / "a" / "run"
+    (run / "memory").mkdir(parents=True)
+    (run / "run.json").write_text('{"status": "running", "started_at": 100.0, "labels": {"memory": "aecg"}}')
+    (run / "samples.jsonl").write_text(
+        '{"started_at": 101.0, "seconds": 9.0, "maintain_round": null, "usage": {"total": {"calls": 2}}}\n{"torn'
+    )
+    (run / "memory" / "audit.jsonl").write_text('{"event": "review_round"}\n{"event": "observe"}\n')
+    st = script.collect([tmp_path / "exp"])
+    assert st.samples == 1 and st.calls == 2 and st.maintained_runs == 0
+    assert st.span_s == pytest.approx(10.0)
+    assert st.events["aecg"] == {"review_round": 1, "observe": 1}
+
+
+def test_verdict_against_the_target():
+    script = load_script()
+    assert script.verdict(599.0, 10) == "OK"
+    assert script.verdict(601.0, 10) == "OVER TARGET"
+    assert script.verdict(None, 10) == "no runs"
+
+
+def test_discovery_finds_this_branchs_smoke_configs_and_names_their_results(tmp_path):
+    script = load_script()
+    found = dict((e.name, c) for e, c in script.discover())
+    assert found["table1"] == ["aecg_table1_smoke"] and found["table2"] == ["aecg_table2_smoke"]
+    assert script.result_names("aecg_table1_smoke") == ["aecg_table1-smoke"]
+    (tmp_path / "aecg_rq2_scope_smoke.yaml").write_text(
+        "experiment_name: rq2-smoke\nmechanism: {warmup_name: warm-smoke}\n"
+    )
+    (tmp_path / "aecg_rq2_scope.yaml").write_text("experiment_name: rq2\n")  # not a smoke config
+    (tmp_path / "edv_table1.yaml").write_text("experiment_name: edv_table1\n")
+    found = dict((e.name, c) for e, c in script.discover(tmp_path))
+    assert found["mechanisms"] == ["aecg_rq2_scope_smoke"] and found["table1"] == []
+    assert found["edv"] == []  # EDV's tables count only with their smoke preset present
+    assert script.result_names("aecg_rq2_scope_smoke", tmp_path) == ["rq2-smoke", "warm-smoke"]
+    (tmp_path.parent / "preset").mkdir(exist_ok=True)
+    (tmp_path.parent / "preset" / "edv_smoke.yaml").write_text("protocol: {limit: 2}\n")
+    assert dict((e.name, c) for e, c in script.discover(tmp_path))["edv"] == ["edv_table1"]
+
+
+def _smoke_configs() -> list[str]:
+    """Experiment configs built on the embedded-model smoke preset (conf/preset/smoke.yaml)."""
+    out = []
+    for path in sorted((REPO / "conf" / "experiment").glob("*.yaml")):
+        defaults = (yaml.safe_load(path.read_text()) or {}).get("defaults") or []
+        if "/preset/smoke" in defaults:
+            out.append(path.stem)
+    return out
+
+
+def test_the_paper_tables_have_embedded_model_smoke_configs():
+    assert {"aecg_table1_smoke", "aecg_table2_smoke"} <= set(_smoke_configs())
+
+
+@pytest.mark.parametrize("config", _smoke_configs())
+def test_every_smoke_preset_is_offline_small_and_reaches_every_path(make_config, config):
+    """A smoke preset runs with no key and no network, on a bounded grid: the embedded model, a
+    sample limit, a step cap and memory maintenance within the samples it runs; two samples so the
+    second recalls the first's memories; enough steps for each part of a split AgentNet task."""
+    raw = make_config(f"experiment={config}")
+    labels = {spec["model"].split("/")[0] for spec in raw["model"]["models"].values()}
+    assert labels == {"aecg-local"}, labels
+    proto = raw["protocol"]
+    assert proto["limit"] is not None and 2 <= proto["limit"] <= 4
+    agentnet = yaml.safe_load((REPO / "conf" / "framework" / "agentnet.yaml").read_text())["params"]
+    assert proto["max_steps"] is not None and agentnet["max_subtasks"] <= proto["max_steps"] <= 8
+    assert proto["maintain_every"] <= proto["limit"]  # at least one maintenance round per run
+    assert all(spec.get("max_output_tokens") for spec in raw["model"]["models"].values())
+    text = yaml.safe_load((REPO / "conf" / "experiment" / f"{config}.yaml").read_text())
+    assert "smoke" in str(text.get("experiment_name", ""))  # never mixes with the paper preset's results
