@@ -40,7 +40,7 @@ def test_collect_counts_samples_calls_tokens_and_maintenance(make_config, tmp_pa
     assert st.runs == 1 and st.complete == 1 and st.samples == 3
     assert st.calls == final["usage"]["total"]["calls"] > 0
     assert st.input_tokens == final["usage"]["total"]["input_tokens"] > 0
-    assert st.maintained_runs == 1 and "agent" in st.roles
+    assert st.maintained_runs == 1 and "actor" in st.roles  # the single agent's decision role
     assert st.span_s is not None and st.span_s >= 0
     text = "\n".join(script.report(script.EXPERIMENTS[0], ["x"], st, None))
     assert "3 samples" in text and "maintenance in 1/1 runs" in text
@@ -113,7 +113,7 @@ def test_every_smoke_preset_is_offline_small_and_reaches_every_path(make_config,
     proto = raw["protocol"]
     assert proto["limit"] is not None and 2 <= proto["limit"] <= 4
     agentnet = yaml.safe_load((REPO / "conf" / "framework" / "agentnet.yaml").read_text())["params"]
-    assert proto["max_steps"] is not None and agentnet["max_subtasks"] <= proto["max_steps"] <= 8
+    assert agentnet["split"] and proto["max_steps"] is not None and 3 <= proto["max_steps"] <= 8
     assert proto["maintain_every"] <= proto["limit"]  # at least one maintenance round per run
     assert all(spec.get("max_output_tokens") for spec in raw["model"]["models"].values())
     text = yaml.safe_load((REPO / "conf" / "experiment" / f"{config}.yaml").read_text())
