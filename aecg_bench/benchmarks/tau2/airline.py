@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from aecg_bench.benchmarks.tau2.toolkit import StrictModel, ToolKind, Toolkit, arithmetic, tool
+from aecg_bench.benchmarks.tau2.toolkit import AgentToolkit, StrictModel, ToolKind, arithmetic, tool
 
 FlightType = Literal["round_trip", "one_way"]
 CabinClass = Literal["business", "economy", "basic_economy"]
@@ -199,7 +199,7 @@ class FlightDB(StrictModel):
     reservations: dict[str, Reservation] = Field(description="Dictionary of all reservations indexed by reservation ID")
 
 
-class AirlineTools(Toolkit):
+class AirlineTools(AgentToolkit):
     """All the tools for the airline domain."""
 
     DB = FlightDB
@@ -511,22 +511,6 @@ class AirlineTools(Toolkit):
                 user.payment_methods[payment_id] = Certificate(id=payment_id, amount=amount, source="certificate")
                 return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
         raise ValueError("Too many certificates")
-
-    @tool(ToolKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """
-        Transfer the user to a human agent, with a summary of the user's issue.
-        Only transfer if
-         -  the user explicitly asks for a human agent
-         -  given the policy and the available tools, you cannot solve the user's issue.
-
-        Args:
-            summary: A summary of the user's issue.
-
-        Returns:
-            A message indicating the user has been transferred to a human agent.
-        """
-        return "Transfer successful"
 
     @tool(ToolKind.WRITE)
     def update_reservation_baggages(

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aecg_bench.benchmarks.tau2.toolkit import StrictModel, ToolKind, Toolkit, tool
+from aecg_bench.benchmarks.tau2.toolkit import AgentToolkit, StrictModel, ToolKind, tool
 
 TaskStatus = Literal["pending", "completed"]
 
@@ -31,7 +31,7 @@ class MockDB(StrictModel):
     users: dict[str, User] = Field(description="Dictionary of all users indexed by user ID")
 
 
-class MockTools(Toolkit):
+class MockTools(AgentToolkit):
     """Simple tools for the mock domain."""
 
     DB = MockDB
@@ -86,22 +86,6 @@ class MockTools(Toolkit):
             raise ValueError(f"Task {task_id} not found")
         self.db.tasks[task_id].status = status
         return self.db.tasks[task_id]
-
-    @tool(ToolKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """
-        Transfer the user to a human agent, with a summary of the user's issue.
-        Only transfer if
-         -  the user explicitly asks for a human agent
-         -  given the policy and the available tools, you cannot solve the user's issue.
-
-        Args:
-            summary: A summary of the user's issue.
-
-        Returns:
-            A message indicating the user has been transferred to a human agent.
-        """
-        return "Transfer successful"
 
     # Assertions (not tools): tasks' env_assertions call these by name.
 

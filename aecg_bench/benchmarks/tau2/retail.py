@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from aecg_bench.benchmarks.tau2.toolkit import StrictModel, ToolKind, Toolkit, arithmetic, tool
+from aecg_bench.benchmarks.tau2.toolkit import AgentToolkit, StrictModel, ToolKind, arithmetic, tool
 
 
 class Variant(BaseModel):
@@ -128,7 +128,7 @@ class RetailDB(StrictModel):
     orders: dict[str, Order] = Field(description="Dictionary of all orders indexed by order ID")
 
 
-class RetailTools(Toolkit):
+class RetailTools(AgentToolkit):
     """All the tools for the retail domain."""
 
     DB = RetailDB
@@ -574,19 +574,3 @@ class RetailTools(Toolkit):
         order.return_items = sorted(item_ids)
         order.return_payment_method_id = payment_method_id
         return order
-
-    @tool(ToolKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """
-        Transfer the user to a human agent, with a summary of the user's issue.
-        Only transfer if
-         -  the user explicitly asks for a human agent
-         -  given the policy and the available tools, you cannot solve the user's issue.
-
-        Args:
-            summary: A summary of the user's issue.
-
-        Returns:
-            A message indicating the user has been transferred to a human agent.
-        """
-        return "Transfer successful"

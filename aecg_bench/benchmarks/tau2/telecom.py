@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from aecg_bench.benchmarks.tau2.toolkit import StrictModel, ToolKind, Toolkit, tool
+from aecg_bench.benchmarks.tau2.toolkit import AgentToolkit, StrictModel, ToolKind, tool
 
 TODAY = datetime.date(2025, 2, 25)
 DEFAULT_START_DATE = datetime.date(2025, 1, 1)
@@ -156,7 +156,7 @@ def _month_end(day: datetime.date) -> datetime.date:
     return first_next - datetime.timedelta(days=1)
 
 
-class TelecomTools(Toolkit):
+class TelecomTools(AgentToolkit):
     """Tools for the telecom domain implementing the functions described in the PRD."""
 
     DB = TelecomDB
@@ -479,22 +479,6 @@ class TelecomTools(Toolkit):
             return "Roaming was already disabled"
         line.roaming_enabled = False
         return "Roaming disabled successfully"
-
-    @tool(ToolKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """
-        Transfer the user to a human agent, with a summary of the user's issue.
-        Only transfer if
-         -  the user explicitly asks for a human agent
-         -  given the policy and the available tools, you cannot solve the user's issue.
-
-        Args:
-            summary: A summary of the user's issue.
-
-        Returns:
-            A message indicating the user has been transferred to a human agent.
-        """
-        return "Transfer successful"
 
     @tool(ToolKind.WRITE)
     def refuel_data(self, customer_id: str, line_id: str, gb_amount: float) -> dict[str, Any]:

@@ -190,6 +190,26 @@ class Toolkit:
         return json_hash(self.db.model_dump())
 
 
+class AgentToolkit(Toolkit):
+    """An agent-side domain toolkit: every tau2 domain offers its agent the same hand-off tool."""
+
+    @tool(ToolKind.GENERIC)
+    def transfer_to_human_agents(self, summary: str) -> str:
+        """
+        Transfer the user to a human agent, with a summary of the user's issue.
+        Only transfer if
+         -  the user explicitly asks for a human agent
+         -  given the policy and the available tools, you cannot solve the user's issue.
+
+        Args:
+            summary: A summary of the user's issue.
+
+        Returns:
+            A message indicating the user has been transferred to a human agent.
+        """
+        return "Transfer successful"
+
+
 def vars_of(cls: type) -> dict[str, Any]:
     """Attributes of a class and its bases (subclass wins)."""
     out: dict[str, Any] = {}
