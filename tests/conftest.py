@@ -75,3 +75,25 @@ def outside_tmp() -> Path:
     path = REPO / ".pytest_cache" / "sandbox-targets"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def crash_then_resume(make_config, monkeypatch, args: list[str], after: int) -> tuple[dict, dict]:
+    """(clean run, run killed after `after` flushed records and rerun), each in its own experiment."""
+    import aecg_bench.runner.batch as batch
+    from aecg_bench.run import run_from_config
+
+    clean = run_from_config(make_config(*args, "experiment_name=clean"))
+    real_run_item = batch._run_item
+    calls = {"n": 0}
+
+    def crash_after(*a, **kw):
+        if calls["n"] == after:
+            raise KeyboardInterrupt  # the process dies after `after` flushed records
+        calls["n"] += 1
+        return real_run_item(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_item", crash_after)
+    with pytest.raises(KeyboardInterrupt):
+        run_from_config(make_config(*args, "experiment_name=crashed"))
+    monkeypatch.setattr(batch, "_run_item", real_run_item)
+    return clean, run_from_config(make_config(*args, "experiment_name=crashed"))

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, crash_then_resume
 
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.identity import results_dir, results_dir_of
@@ -181,7 +181,6 @@ def test_api_keys_never_reach_written_files(make_config, monkeypatch, tmp_path):
 
 def test_crash_then_resume_rebuilds_framework_state(make_config, monkeypatch, tmp_path):
     """AgentNet's abilities and edge weights are snapshotted and replayed like memory."""
-    import aecg_bench.runner.batch as batch
 
     args = [
         "framework=agentnet",
@@ -190,21 +189,7 @@ def test_crash_then_resume_rebuilds_framework_state(make_config, monkeypatch, tm
         "protocol.snapshot_every=3",
         "+model.models.mock.options.error_rate=0.3",
     ]
-    clean = run_from_config(make_config(*args, "experiment_name=clean"))
-    real_run_item = batch._run_item
-    calls = {"n": 0}
-
-    def crash_after_seven(*a, **kw):
-        if calls["n"] == 7:
-            raise KeyboardInterrupt  # the process dies after 7 flushed records
-        calls["n"] += 1
-        return real_run_item(*a, **kw)
-
-    monkeypatch.setattr(batch, "_run_item", crash_after_seven)
-    with pytest.raises(KeyboardInterrupt):
-        run_from_config(make_config(*args, "experiment_name=crashed"))
-    monkeypatch.setattr(batch, "_run_item", real_run_item)
-    resumed = run_from_config(make_config(*args, "experiment_name=crashed"))
+    clean, resumed = crash_then_resume(make_config, monkeypatch, args, after=7)
     root = Path(clean["runtime"]["results_root"])
 
     def final_state(experiment: str) -> dict:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import crash_then_resume
 
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.identity import results_dir_of
@@ -87,7 +88,6 @@ def test_phases_keep_their_samples_and_shuffle_within(make_config):
 
 
 def test_crash_then_resume_with_shuffled_order_is_exact(make_config, monkeypatch):
-    import aecg_bench.runner.batch as batch
 
     args = [
         "framework=agentnet",
@@ -98,21 +98,7 @@ def test_crash_then_resume_with_shuffled_order_is_exact(make_config, monkeypatch
         "seed=5",
         "+model.models.mock.options.error_rate=0.3",
     ]
-    clean = run_from_config(make_config(*args, "experiment_name=clean"))
-    real_run_item = batch._run_item
-    calls = {"n": 0}
-
-    def crash_after_six(*a, **kw):
-        if calls["n"] == 6:
-            raise KeyboardInterrupt  # the process dies after 6 flushed records
-        calls["n"] += 1
-        return real_run_item(*a, **kw)
-
-    monkeypatch.setattr(batch, "_run_item", crash_after_six)
-    with pytest.raises(KeyboardInterrupt):
-        run_from_config(make_config(*args, "experiment_name=crashed"))
-    monkeypatch.setattr(batch, "_run_item", real_run_item)
-    resumed = run_from_config(make_config(*args, "experiment_name=crashed"))
+    clean, resumed = crash_then_resume(make_config, monkeypatch, args, after=6)
 
     def final_state(summary: dict) -> dict:
         snaps = sorted(RunDir(results_dir_of(summary)).memory_dir.glob("snapshot-*.json"))
