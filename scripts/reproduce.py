@@ -71,14 +71,7 @@ def main() -> int:
     if args.dry_run:
         return dry_run(experiment, args)
     name = f"{experiment}_smoke" if preset == "smoke" else experiment
-    overrides = [
-        f"experiment={name}",
-        f"runtime.results_root={args.results_root}",
-        f"runtime={args.runtime}",
-        *overrides_from_args(args),
-    ]
-    if args.runtime == "local":
-        overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
+    overrides = [*sweep_overrides(name, args), *overrides_from_args(args)]
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
     sweep = subprocess.run(cmd, cwd=ROOT)
@@ -87,6 +80,12 @@ def main() -> int:
         print(f"the sweep exited with code {sweep.returncode}; rendering what finished (rerun to resume)")
     table = subprocess.run([sys.executable, table_script, str(results)], cwd=ROOT)
     return sweep.returncode or table.returncode
+
+
+def sweep_overrides(experiment: str, args: argparse.Namespace) -> list[str]:
+    """The experiment, results root and runtime of a sweep; local sweeps also get the job count."""
+    out = [f"experiment={experiment}", f"runtime.results_root={args.results_root}", f"runtime={args.runtime}"]
+    return [*out, f"hydra.launcher.n_jobs={args.jobs}"] if args.runtime == "local" else out
 
 
 def overrides_from_args(args: argparse.Namespace) -> list[str]:
@@ -192,13 +191,7 @@ def reproduce_edv(args: argparse.Namespace) -> int:
     suffix = "-smoke" if preset == "smoke" else ""
     code = 0
     for name in only:
-        overrides = [
-            f"experiment=edv_{name}",
-            f"runtime.results_root={args.results_root}",
-            f"runtime={args.runtime}",
-        ]
-        if args.runtime == "local":
-            overrides.append(f"hydra.launcher.n_jobs={args.jobs}")
+        overrides = sweep_overrides(f"edv_{name}", args)
         if preset == "smoke":
             overrides += smoke_overrides(name)
         if args.pool:
