@@ -275,7 +275,8 @@ def hand_made_problem(plus_inputs: list[list[object]]) -> Problem:
 
 
 def hand_made_env(problem: Problem, cache: Path) -> MbppPlusEnv:
-    return MbppPlusEnv(problem, GroundTruthStore(cache, "0" * 64), Settings(min_time_limit=2.0))
+    # generous limits: these tests are about what runs, not how fast (a loaded machine starts interpreters slowly)
+    return MbppPlusEnv(problem, GroundTruthStore(cache, "0" * 64), Settings(min_time_limit=5.0, startup_seconds=30.0))
 
 
 @pytest.mark.parametrize("kind", sorted(TEMPFILE_SOLUTIONS))
