@@ -18,8 +18,11 @@ import pytest
 from aecg_bench import registry
 from aecg_bench.benchmarks.data import fetch, sha256_of
 from aecg_bench.benchmarks.mbpp_plus import MbppPlusBenchmark
-from aecg_bench.benchmarks.mbpp_plus.data import MBPP_PLUS, load_problems
+from aecg_bench.benchmarks.mbpp_plus.benchmark import MbppPlusEnv
+from aecg_bench.benchmarks.mbpp_plus.data import MBPP_PLUS, Problem, load_problems
+from aecg_bench.benchmarks.mbpp_plus.evaluate import Settings
 from aecg_bench.benchmarks.mbpp_plus.extract import sanitize
+from aecg_bench.benchmarks.mbpp_plus.groundtruth import GroundTruthStore
 from aecg_bench.benchmarks.mbpp_plus.oracle import Comparator
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import DataError
@@ -64,7 +67,8 @@ def test_loads_the_pinned_file_with_evalplus_input_types(shared_data: Path):
     assert problems["Mbpp/2"].base_inputs[0] == [(3, 4, 5, 6), (5, 7, 4, 10)]
     assert problems["Mbpp/124"].base_inputs[0] == [0.0, 1j]
     assert isinstance(problems["Mbpp/722"].base_inputs[0][0]["Cierra Vega"], tuple)
-    assert problems["Mbpp/793"].plus_inputs == problems["Mbpp/793"].base_inputs  # empty plus: EvalPlus reuses base
+    assert problems["Mbpp/793"].plus_inputs == [] and problems["Mbpp/793"].base_inputs  # EvalPlus: empty plus run
+    assert [tid for tid, p in problems.items() if not p.plus_inputs] == ["Mbpp/793"]
     assert problems["Mbpp/2"].first_test.startswith("assert similar_elements(")
 
 
@@ -236,6 +240,91 @@ def test_scores_are_the_same_serially_and_in_parallel(shared_data: Path, gt_cach
 def test_an_answer_without_code_is_a_recorded_failure(shared_data: Path, gt_cache: Path):
     score, obs = answer(make_bench(shared_data), "Mbpp/3", "Numbers that are not prime.", gt_cache)
     assert not obs.valid and obs.done and not score.success and score.metrics["answered"] == 0.0
+
+
+# A correct solution that uses `tempfile`, written the way models write MBPP answers. EvalPlus resolves the
+# temp directory (its `create_tempdir`) before `reliability_guard` disables `os.getcwd`/`os.unlink`, so
+# `tempfile` works there; it must here too (issue 17).
+TEMPFILE_SOLUTIONS = {
+    "TemporaryFile": (
+        "import tempfile\n\ndef count_lines(text):\n    with tempfile.TemporaryFile('w+') as fh:\n"
+        "        fh.write(text)\n        fh.seek(0)\n        return sum(1 for _ in fh)"
+    ),
+    "NamedTemporaryFile": (
+        "import tempfile\n\ndef count_lines(text):\n    with tempfile.NamedTemporaryFile('w+', suffix='.txt') as fh:\n"
+        "        fh.write(text)\n        fh.flush()\n        fh.seek(0)\n        return len(fh.readlines())"
+    ),
+    "gettempdir": (
+        "import os, tempfile\n\ndef count_lines(text):\n    assert os.path.isdir(tempfile.gettempdir())\n"
+        "    return len(text.splitlines())"
+    ),
+}
+
+
+def hand_made_problem(plus_inputs: list[list[object]]) -> Problem:
+    return Problem(
+        task_id="Mbpp/9001",
+        prompt="",
+        entry_point="count_lines",
+        canonical_solution="def count_lines(text):\n    return len(text.splitlines())",
+        base_inputs=[["a\nb"], ["one line"]],
+        plus_inputs=plus_inputs,
+        atol=0.0,
+        assertion="assert count_lines('a\\nb') == 2",
+    )
+
+
+def hand_made_env(problem: Problem, cache: Path) -> MbppPlusEnv:
+    # generous limits: these tests are about what runs, not how fast (a loaded machine starts interpreters slowly)
+    return MbppPlusEnv(problem, GroundTruthStore(cache, "0" * 64), Settings(min_time_limit=5.0, startup_seconds=30.0))
+
+
+@pytest.mark.parametrize("kind", sorted(TEMPFILE_SOLUTIONS))
+def test_a_correct_solution_using_tempfile_passes_under_the_guard(tmp_path: Path, kind: str):
+    env = hand_made_env(hand_made_problem([["x"], ["a\nb\nc\n"], [""]]), tmp_path)
+    env.reset()
+    obs = env.step(Action(kind="answer", text=fenced(TEMPFILE_SOLUTIONS[kind])))
+    assert env.score().success, obs.info
+    assert obs.info["base"]["status"] == obs.info["plus"]["status"] == "pass"
+
+
+def test_the_guard_still_disables_what_evalplus_disables(tmp_path: Path):
+    """Resolving the temp directory first must not leave `os.unlink` & co. usable by the solution."""
+    code = "import os\n\ndef count_lines(text):\n    os.getcwd()\n    return len(text.splitlines())"
+    env = hand_made_env(hand_made_problem([["x"]]), tmp_path)
+    env.reset()
+    obs = env.step(Action(kind="answer", text=fenced(code)))
+    assert not env.score().success and "NoneType" in obs.info["base"]["detail"]
+
+
+def test_mbpp_793_has_no_plus_inputs_and_its_plus_run_only_loads_the_code(shared_data: Path, gt_cache: Path):
+    """EvalPlus runs an empty plus set: the run passes once the code defines the entry point (issue 17)."""
+    bench = make_bench(shared_data)
+    wrong = "def last(arr, x):\n    return -7"
+    score, obs = answer(bench, "Mbpp/793", fenced(wrong), gt_cache)
+    assert not score.success and score.metrics["base_pass"] == 0.0
+    assert score.metrics["plus_pass"] == 1.0 and score.metrics["plus_tests"] == 0.0
+    assert obs.info["plus"]["status"] == "pass"
+
+
+def test_an_empty_plus_set_still_needs_the_entry_point(tmp_path: Path):
+    """As EvalPlus's `unsafe_execute`: no inputs, but the code runs and must define the function."""
+    problem = hand_made_problem([])
+    for code, plus in [("def count_lines(text):\n    return 0", "pass"), ("def other(text):\n    return 0", "fail")]:
+        env = hand_made_env(problem, tmp_path)
+        env.reset()
+        env.step(Action(kind="answer", text=fenced(code)))
+        assert env.plus is not None and env.plus.status == plus and env.plus.tests == 0
+    cached = GroundTruthStore(tmp_path, "0" * 64).get(problem)
+    assert cached.plus.outputs == [] and len(cached.base.outputs) == 2
+
+
+def test_a_cached_ground_truth_for_other_input_sets_is_recomputed(tmp_path: Path):
+    """A cache written when Mbpp/793's plus run reused the base inputs must not be trusted now."""
+    stale = GroundTruthStore(tmp_path, "0" * 64)
+    stale.get(hand_made_problem([["x"], ["y"]]))
+    fresh = GroundTruthStore(tmp_path, "0" * 64).get(hand_made_problem([]))
+    assert fresh.plus.outputs == [] and fresh.plus.seconds == [] and fresh.base.outputs == [2, 1]
 
 
 # Each defines the entry point with a `return` (sanitising drops functions without one) and

@@ -26,7 +26,7 @@ from aecg_bench.contracts import (
 from aecg_bench.errors import InfraError
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.providers import ContextLimitError
-from aecg_bench.runner.labels import label
+from aecg_bench.runner.labels import label, learning_view
 from aecg_bench.types import (
     Episode,
     MemoryItem,
@@ -182,7 +182,7 @@ class EnvRollout(Rollout):
         outcome = label(s.protocol.label_source, task, traj, score, self.llm)
         episode = Episode(task=task, trajectory=traj, outcome=outcome, seed=run_seed)
         self.records.append(RolloutRecord(episode, score, tuple(memory.queries)))
-        return episode, score
+        return learning_view(episode), score
 
 
 class ReplayRollout(Rollout):
@@ -200,7 +200,7 @@ class ReplayRollout(Rollout):
         for query in rec.recalls:
             self.memory.recall(query)
         self.records.append(rec)
-        return rec.episode, rec.score
+        return learning_view(rec.episode), rec.score
 
 
 def apply_item(
@@ -212,6 +212,8 @@ def apply_item(
 ) -> tuple[Episode, Score] | None:
     """The state-changing part of an item: build, or solve (default: one rollout) and maybe
     observe; then the framework observes every rollout the item made (AgentNet evolves).
+    Memory and framework see each episode's `learning_view` (gold-derived rewards withheld unless
+    the label source is the environment); the stored rollouts keep everything.
 
     Used both for live execution and for replay after resume, so both follow
     exactly the same path.
@@ -219,7 +221,7 @@ def apply_item(
     task = item.sample.task
     if item.phase == "build":
         memory.build(task, rollout)
-        result = (rollout.records[0].episode, rollout.records[0].score) if rollout.records else None
+        result = (learning_view(rollout.records[0].episode), rollout.records[0].score) if rollout.records else None
     else:
         result = memory.solve(task, rollout)
         if result is None:
@@ -227,7 +229,7 @@ def apply_item(
         if item.phase == "warmup" or protocol.learn_in_eval:
             memory.observe(result[0])
     for rec in rollout.records:
-        framework.observe(rec.episode)
+        framework.observe(learning_view(rec.episode))
     return result
 
 

@@ -5,15 +5,26 @@
   decides, as ReasoningBank does when no ground truth is available; its prompt
   is strict because a false success pollutes memory more than a false failure;
 - `none`: no label (methods that learn without outcomes).
+
+The label is not the only channel for the benchmark's verdict: environments put
+rewards and details in their observations (ScienceWorld's per-step reward is
+subgoal progress computed from the gold annotation, FEVER's `Finish` reward
+and MBPP+'s answer reward are the verdict itself, MBPP+'s `info` holds the
+hidden tests' results). `learning_view` is the episode as memory methods and
+frameworks may learn from it: unchanged under `environment` (the verdict is
+allowed, and so is what the environment said along the way), with every
+observation's reward and `info` withheld under the other sources. Stored
+trajectories keep them, for scoring and analysis.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from aecg_bench.errors import unknown_choice
 from aecg_bench.llm.client import LLMClient
-from aecg_bench.types import LabelSource, Outcome, Score, Task, Trajectory
+from aecg_bench.types import Episode, LabelSource, Outcome, Score, Task, Trajectory
 
 LABEL_SOURCES: tuple[LabelSource, ...] = ("environment", "llm_judge", "none")
 
@@ -55,3 +66,16 @@ def label(source: str, task: Task, traj: Trajectory, score: Score, llm: LLMClien
         verdict = bool(found) and found[-1].lower() == "success"
         return Outcome(success=verdict, value=float(verdict), source="llm_judge", rationale=reply[-500:])
     raise unknown_choice("label source", source, LABEL_SOURCES)
+
+
+def learning_view(episode: Episode) -> Episode:
+    """The episode without the environment's rewards and `info` unless its label came from the environment.
+
+    Keyed on the episode's own label source (not the run's), so replay after
+    resume, which reads stored episodes, hands out exactly what the live run did.
+    """
+    if episode.outcome.source == "environment":
+        return episode
+    traj = episode.trajectory
+    steps = [replace(s, observation=replace(s.observation, reward=0.0, info={})) for s in traj.steps]
+    return replace(episode, trajectory=replace(traj, steps=steps))

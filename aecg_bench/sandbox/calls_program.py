@@ -33,6 +33,7 @@ import marshal
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import sandbox_codec as codec
@@ -67,6 +68,10 @@ def _on_timer(signum, frame):
 
 
 def _guard():
+    # EvalPlus calls its guard inside `create_tempdir()` (evalplus/eval/__init__.py `unsafe_execute`), whose
+    # `tempfile.TemporaryDirectory()` has already located and cached the temp directory; locating it needs
+    # `os.getcwd`/`os.unlink`, which the guard disables. Resolve it first, so `tempfile` works as there.
+    tempfile.gettempdir()
     faulthandler.disable()
     builtins.exit = builtins.quit = builtins.help = None
     os.environ["OMP_NUM_THREADS"] = "1"

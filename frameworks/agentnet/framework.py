@@ -131,10 +131,14 @@ class AgentNetFramework(Framework):
 
     def observe(self, episode: Episode) -> None:
         """Learn from a finished episode; the runner calls it for every rollout, live and on
-        resume replay. Under `learn_from=outcome` an unlabelled episode teaches nothing."""
+        resume replay. Under `learn_from=outcome` an unlabelled episode teaches nothing; under
+        `learn_from=reward` only an episode labelled by the environment does (otherwise the runner
+        withholds the rewards, which may be computed from gold, and their zeros would read as failures)."""
         if not self.params.evolve:
             return
         if self.params.learn_from == "reward":
+            if episode.outcome.source != "environment":
+                return
             value = feedback_value(episode.trajectory)
         else:
             outcome = episode.outcome

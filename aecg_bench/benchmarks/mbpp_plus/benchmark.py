@@ -49,7 +49,7 @@ def problem_text(problem: Problem, show_first_test: bool) -> str:
 
 class MbppPlusBenchmark(Benchmark):
     name = "mbpp_plus"
-    version = "1"
+    version = "2"  # 2: tempfile works under the guard; Mbpp/793's empty plus set is run empty (issue 17)
     Params = MbppPlusParams
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, data_dir: Path | None = None) -> None:

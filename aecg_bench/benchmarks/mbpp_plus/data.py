@@ -111,7 +111,7 @@ class Problem:
     entry_point: str
     canonical_solution: str
     base_inputs: list[Args]
-    plus_inputs: list[Args]  # the base inputs when the file has none (Mbpp/793), as EvalPlus does
+    plus_inputs: list[Args]  # empty for Mbpp/793: EvalPlus's plus run then only loads the code
     atol: float
     assertion: str
 
@@ -135,15 +135,14 @@ def load_problems(data_dir: Path | None, *, download: bool = True) -> list[Probl
                 raise KeyError(", ".join(missing))
         except (json.JSONDecodeError, KeyError) as exc:
             raise DataError(f"{path}: line {n} is not an MBPP+ record ({exc})") from None
-        base = restore_inputs(row["task_id"], row["base_input"])
         problems.append(
             Problem(
                 task_id=row["task_id"],
                 prompt=row["prompt"],
                 entry_point=row["entry_point"],
                 canonical_solution=row["canonical_solution"],
-                base_inputs=base,
-                plus_inputs=restore_inputs(row["task_id"], row["plus_input"]) if row["plus_input"] else base,
+                base_inputs=restore_inputs(row["task_id"], row["base_input"]),
+                plus_inputs=restore_inputs(row["task_id"], row["plus_input"]),
                 atol=float(row["atol"]),
                 assertion=row["assertion"],
             )

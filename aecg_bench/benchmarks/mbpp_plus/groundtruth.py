@@ -112,7 +112,7 @@ class GroundTruthStore:
         with self._lock:
             if problem.task_id in self._memo:
                 return self._memo[problem.task_id]
-        truth = self._load(problem.task_id)
+        truth = self._load(problem)
         if truth is None:
             truth = GroundTruth(
                 base=compute_expected(problem, problem.base_inputs),
@@ -123,7 +123,9 @@ class GroundTruthStore:
             self._memo[problem.task_id] = truth
         return truth
 
-    def _load(self, task_id: str) -> GroundTruth | None:
+    def _load(self, problem: Problem) -> GroundTruth | None:
+        """The cached entry, if it is for this data file and this task's input sets (else recomputed)."""
+        task_id = problem.task_id
         path = self._path(task_id)
         if path is None or not path.exists():
             return None
@@ -131,9 +133,13 @@ class GroundTruthStore:
             raw = json.loads(path.read_text(encoding="utf-8"))
             if raw.get("data_sha256") != self.data_sha256 or raw.get("task_id") != task_id:
                 return None
-            return GroundTruth(Expected.from_json(raw["base"]), Expected.from_json(raw["plus"]))
+            truth = GroundTruth(Expected.from_json(raw["base"]), Expected.from_json(raw["plus"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a damaged cache entry is recomputed, never trusted
+        sizes = [(len(e.outputs), len(e.seconds), len(e.errors)) for e in (truth.base, truth.plus)]
+        if sizes != [(len(inputs),) * 3 for inputs in (problem.base_inputs, problem.plus_inputs)]:
+            return None  # written for other input sets (e.g. Mbpp/793's plus set before it was left empty)
+        return truth
 
     def _save(self, task_id: str, truth: GroundTruth) -> None:
         path = self._path(task_id)
