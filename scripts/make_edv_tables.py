@@ -84,20 +84,17 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
         written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t))
     if not frames["table5"].empty:
         df = frames["table5"]
-        text = edv.reference("text")
         extra = {
             "Retrieval per bank (sec. 5.5.2; paper: shared 72.3% x 3.2 = 2.3, private 31.8% x 1.8 = 0.6)": edv.bank_retrieval(
                 df
             ),
-            "Paper sec. 5.5.2": text[text["section"].astype(str) == "5.5.2"],
+            "Paper sec. 5.5.2": edv.text_reference("5.5.2"),
         }
         t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=n_boot)
         written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra))
     if not frames["contamination"].empty:
         df = frames["contamination"]
-        text = edv.reference("text")
-        ref = text[text["section"].astype(str) == "5.4"].rename(columns={"variant": "row"})
-        ref = ref[ref["quantity"] == "pass_at_1"].assign(benchmark="tau2_retail")
+        ref = edv.contamination_reference()
         extra = {"Injected share of stored and recalled items": edv.contamination_recall(df)}
         t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=n_boot)
         written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra))

@@ -20,7 +20,7 @@ def _commit(value: object) -> str:
 
 
 def _values(df: pd.DataFrame, column: str) -> str:
-    return "; ".join(sorted(set(map(str, df[column])))) if column in df.columns else ""
+    return " | ".join(sorted(set(map(str, df[column])))) if column in df.columns else ""
 
 
 def sweep_facts(df: pd.DataFrame, command: str) -> dict[str, str]:
