@@ -38,6 +38,7 @@ def test_every_registered_section_fills_from_a_mock_sweep_of_every_experiment(sw
     page = paths["html"].read_text()
     assert page.count("Status: ok") == len(sections) and "Status: not run" not in page
     assert "SMOKE RUN" in page and "SMOKE RUN" in paths["md"].read_text()
+    assert "no threshold at which both EDV and RB ran" in page  # Figure 6 is EDV only: no empty test grid
     figures = [p for s in sections for p in s.parts if isinstance(p, site.Figure)]
     assert {f.png.stem.split("_", 2)[1] for f in figures if f.png.stem.startswith("edv_")} == {"fig4", "fig5", "fig6"}
     for src in re.findall(r'<img src="([^"]+)"', page):

@@ -300,6 +300,9 @@ def _figure_section(name: str) -> None:
             )
             parts.append(Table(f"{prefix}{title} — {experiment}: ours", data.round(2), index=False))
             tests = readable_tests(curve_tests(sub, x, ctx.n_boot))
+            if tests.empty:
+                parts.append(Text(f"{experiment}: no {x} at which both EDV and RB ran, so no paired test."))
+                continue
             parts.append(
                 Table(f"{prefix}{title} — {experiment}: EDV vs RB at each {x}", tests, index=False, note=TEST_NOTE)
             )

@@ -241,7 +241,10 @@ def render_html(sections: list[Section], *, generated: str) -> str:
             if isinstance(part, Table):
                 frame = _frame_for_text(part)
                 body.append(f"<h3>{e(part.title)}</h3>")
-                body.append(frame.to_html(index=part.index, classes="report-table", border=0, na_rep="–"))
+                if frame.empty:  # no rows: say so rather than draw an empty grid
+                    body.append("<p>(none)</p>")
+                else:
+                    body.append(frame.to_html(index=part.index, classes="report-table", border=0, na_rep="–"))
                 if part.note:
                     body.append(f"<p>{e(part.note)}</p>")
             elif isinstance(part, Figure):
