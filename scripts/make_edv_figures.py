@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from aecg_bench.analysis import edv
+from aecg_bench.analysis.facts import SMOKE_PREFIX
 from aecg_bench.analysis.load import load
 from aecg_bench.analysis.plots import edv_curve
 
@@ -39,6 +40,7 @@ def main() -> int:
         if df.empty:
             continue
         data = edv.curve(df, x)
+        title = SMOKE_PREFIX + title if "smoke" in args.suffix else title
         out.mkdir(parents=True, exist_ok=True)
         data.round(2).to_csv(out / f"{name}.csv", index=False)
         paper = reference[(reference["figure"] == name) & reference["x"].notna()].astype({"x": float})

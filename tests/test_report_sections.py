@@ -131,3 +131,38 @@ def test_an_edv_cell_with_two_model_assignments_is_refused_naming_both(tmp_path)
         spec.build(load(root / "edv_table4-smoke"), site.Context(root, tmp_path / "fig", n_boot=10))
     section = site.build_sections(site.Context(root, tmp_path / "fig", n_boot=10), [spec])[0]
     assert section.status.startswith("error: EDV cell") and "mixes configurations" in section.status
+
+
+def test_edv_table_script_marks_smoke_output_and_drops_the_paper_difference(tmp_path):
+    import importlib.util
+
+    import pandas as pd
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("make_edv_tables", REPO / "scripts" / "make_edv_tables.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    root = tmp_path / "results"
+    write_edv_experiment(root, "table4", seeds=(0,), n=2)
+    write_edv_experiment(root, "table4", seeds=(0,), n=2, smoke=False)
+    script.render(root, "-smoke", tmp_path / "smoke", n_boot=10)
+    script.render(root, "", tmp_path / "full", n_boot=10)
+    assert (tmp_path / "smoke" / "table4.md").read_text().startswith("# SMOKE RUN")
+    assert "diff" not in pd.read_csv(tmp_path / "smoke" / "table4_vs_paper.csv").columns
+    assert "SMOKE" not in (tmp_path / "full" / "table4.md").read_text()
+    assert "diff" in pd.read_csv(tmp_path / "full" / "table4_vs_paper.csv").columns
+
+
+def test_the_report_reads_results_without_importing_the_runner():
+    """The record format lives below the runner and the analysis (aecg_bench.results_format)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    code = (
+        "import sys\nfrom aecg_bench.analysis import site\nsite.registered()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('aecg_bench.runner', 'aecg_bench.mechanisms'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
