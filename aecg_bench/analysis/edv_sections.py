@@ -9,6 +9,7 @@ folder (the paper preset's and the smoke one) is shown on its own, never pooled.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,30 @@ def not_run(name: str, reference: Callable[[], pd.DataFrame]) -> Callable[[Conte
     return parts
 
 
+def every_row_vs_strongest(df: pd.DataFrame, n_boot: int, metrics: dict[str, str] | None = None) -> pd.DataFrame:
+    """Every row of a main table (not only EDV) against the strongest other single-backbone or
+    ensemble baseline of its benchmark, paired by seed and sample; per metric for Table 2."""
+    frames = []
+    for metric, column in (metrics or {"success": "success"}).items():
+        if column not in df.columns:
+            continue
+        summary = edv.cells(df, ["benchmark", "row"], metric=column, n_boot=n_boot)
+        for row in [r for r in edv.MAIN_ROWS if r in set(df["row"])]:
+            others = tuple(b for b in edv.BASELINE_ROWS if b != row)
+            t = edv.vs_strongest(df, summary, target=row, baselines=others, metric=column, n_boot=n_boot)
+            frames.append(t.assign(metric=metric) if metrics else t)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def main_tables(make: Callable[[pd.DataFrame, Context], edv.EdvTable], metrics: dict[str, str] | None = None):
+    """Tables 1-3: the table `make` builds, with a paired test for every row."""
+
+    def build(df: pd.DataFrame, ctx: Context) -> edv.EdvTable:
+        return replace(make(df, ctx), tests=every_row_vs_strongest(df, ctx.n_boot, metrics))
+
+    return build
+
+
 def _table_section(
     key: str, name: str, title: str, order: int, make: Callable[[pd.DataFrame, Context], edv.EdvTable]
 ) -> None:
@@ -130,21 +155,21 @@ _table_section(
     "table1",
     "EDV Table 1: Pass@1 on τ²-bench domains",
     110,
-    lambda d, c: edv.main_table(d, edv.reference("table1"), n_boot=c.n_boot),
+    main_tables(lambda d, c: edv.main_table(d, edv.reference("table1"), n_boot=c.n_boot)),
 )
 _table_section(
     "edv_table2",
     "table2",
     "EDV Table 2: Mind2Web (EA, AF1, SSR, SR)",
     120,
-    lambda d, c: edv.mind2web_table(d, edv.reference("table2"), n_boot=c.n_boot),
+    main_tables(lambda d, c: edv.mind2web_table(d, edv.reference("table2"), n_boot=c.n_boot), edv.TABLE2_METRICS),
 )
 _table_section(
     "edv_table3",
     "table3",
     "EDV Table 3: MMTB",
     130,
-    lambda d, c: edv.mmtb_table(d, edv.reference("table3"), n_boot=c.n_boot),
+    main_tables(lambda d, c: edv.mmtb_table(d, edv.reference("table3"), n_boot=c.n_boot)),
 )
 _table_section(
     "edv_table4",
