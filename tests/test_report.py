@@ -351,6 +351,10 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
         root, "aecg_table1", ["framework=single", "benchmark=toy,toy_tools", "memory=no_memory,conmem,aecg", "seed=0,1"]
     )
     _mock_sweep(root, "aecg_table2", ["framework=single", "benchmark=toy", "memory=aecg,aecg_flat_scope", "seed=0,1"])
+    for paper in (["mechanisms"], ["edv", "--pool", "edv_pool_mock"]):  # scripted worlds, offline (~3 min)
+        cmd = [sys.executable, "scripts/reproduce.py", *paper, "--preset", "smoke", "--results-root", str(root)]
+        out = subprocess.run([*cmd, "--jobs", "1"], cwd=REPO, capture_output=True, text=True, timeout=1700, env=_env())
+        assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
     out = subprocess.run(
         [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(root), "--n-boot", "200"],
         cwd=REPO,
@@ -363,7 +367,18 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
     page = (root / "report" / "index.html").read_text()
     md = (root / "report" / "report.md").read_text()
     assert "error:" not in page and "not run" not in out.stdout  # every registered section filled
-    for text in ("AECG Table 1", "AECG Table 2", "w/o scope preservation (flat scope)", "Δ (paired)", "SMOKE RUN"):
+    assert page.count("Status: ok") == page.count('<section id="') >= 19
+    for text in (
+        "AECG Table 1",
+        "AECG Table 2",
+        "w/o scope preservation (flat scope)",
+        "Δ (paired)",
+        "SMOKE RUN",
+        "AECG Table 3",
+        "Δ vs dual_timescale",
+        "EDV Table 5",
+        "EDV Figure 6",
+    ):
         assert text in page and text in md
     images = re.findall(r'<img src="([^"]+)"', page)
     assert len(images) >= 4 and all((root / "report" / src).stat().st_size > 0 for src in images)
