@@ -169,3 +169,13 @@ def test_the_report_reads_results_without_importing_the_runner():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
+
+
+def test_a_mechanism_test_that_stopped_before_its_measures_is_an_error_line_not_not_run(tmp_path):
+    from report_fixtures import write_mechanism_test
+
+    root = tmp_path / "results"
+    (write_mechanism_test(root, "rq4_triage") / "mechanisms.csv").unlink()
+    spec = site.REGISTRY["aecg_figure4"]
+    section = site.build_sections(site.Context(root, tmp_path / "fig", n_boot=10), [spec])[0]
+    assert section.status.startswith("error: aecg_rq4_triage-smoke") and "did not finish" in section.status

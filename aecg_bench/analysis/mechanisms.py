@@ -16,6 +16,7 @@ from aecg_bench.analysis.paper import REFERENCE_DIR
 from aecg_bench.analysis.plots import _pyplot, _save, _wrap
 from aecg_bench.analysis.stats import bootstrap_ci, paired_stats
 from aecg_bench.analysis.tables import write_table
+from aecg_bench.results_format import find_runs
 
 FIGURE3 = ("uses_to_review", "polluted_failed_uses", "post_corruption_success_pct")
 FIGURE4 = ("exposure_covered_first_two_reviews_pct", "failed_task_exposure")
@@ -27,9 +28,12 @@ MEASURE_COLUMNS = ["test", "quantity", "variant", "seed", "value"]
 
 
 def read_measures(folder: Path) -> pd.DataFrame:
-    """One test's `mechanisms.csv` (empty when the test has not finished), with its folder's name."""
+    """One test's `mechanisms.csv` with its folder's name; empty when the test never ran, an error
+    naming the folder when its runs are there but the measures are not (the test stopped early)."""
     path = Path(folder) / MEASURES
     if not path.exists():
+        if find_runs(Path(folder)):
+            raise ValueError(f"{folder} holds runs but no {MEASURES}: the test did not finish (rerun it to resume)")
         return pd.DataFrame(columns=[*MEASURE_COLUMNS, "folder"])
     return pd.read_csv(path).assign(folder=Path(folder).name)
 
