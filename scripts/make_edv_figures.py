@@ -14,52 +14,16 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from aecg_bench.analysis import edv
+from aecg_bench.analysis.facts import SMOKE_PREFIX
 from aecg_bench.analysis.load import load
+from aecg_bench.analysis.plots import edv_curve
 
 FIGURES = {
     "fig4_epochs": ("build_epochs", "construction epochs", "EDV Fig. 4: Pass@1 over construction epochs"),
     "fig5_topk": ("top_k", "retrieved memories (EDV: items; RB: entries)", "EDV Fig. 5: Pass@1 vs retrieved memories"),
     "fig6_threshold": ("threshold", "recall threshold tau (shared bank)", "EDV Fig. 6: Pass@1 vs recall threshold"),
 }
-COLORS = {"edv": "tab:red", "rb": "tab:blue"}
-
-
-def plot(data: pd.DataFrame, paper: pd.DataFrame, x: str, xlabel: str, title: str, stem: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.0, 3.4))
-    for method, g in data.groupby("method"):
-        g = g.sort_values(x)
-        err = [g["mean"] - g["ci_low"], g["ci_high"] - g["mean"]]
-        ax.errorbar(
-            g[x], g["mean"], yerr=err, marker="o", capsize=3, color=COLORS.get(method), label=f"{method.upper()} (ours)"
-        )
-    for method, g in paper.groupby("method"):
-        ax.scatter(
-            g["x"],
-            g["value"],
-            facecolors="none",
-            edgecolors=COLORS.get(method),
-            s=60,
-            label=f"{method.upper()} (paper)",
-        )
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("Pass@1 (%)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
 
 
 def main() -> int:
@@ -76,10 +40,11 @@ def main() -> int:
         if df.empty:
             continue
         data = edv.curve(df, x)
+        title = SMOKE_PREFIX + title if "smoke" in args.suffix else title
         out.mkdir(parents=True, exist_ok=True)
         data.round(2).to_csv(out / f"{name}.csv", index=False)
         paper = reference[(reference["figure"] == name) & reference["x"].notna()].astype({"x": float})
-        written += plot(data, paper, x, xlabel, title, out / name)
+        written += edv_curve(data, paper, x, xlabel, title, out / name)
         print(f"\n{title} (ours, mean and 95% CI over seeds)\n")
         print(data.round(2).to_markdown(index=False))
     if not written:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from aecg_bench.analysis import edv
+from aecg_bench.analysis.facts import SMOKE_PREFIX
 from aecg_bench.analysis.load import load
 from aecg_bench.analysis.tables import flat_columns
 
@@ -33,8 +35,20 @@ def _md(frame: pd.DataFrame, index: bool = True) -> str:
     return flat_columns(frame).to_markdown(index=index, disable_numparse=True)
 
 
-def write(out: Path, name: str, title: str, table: edv.EdvTable, extra: dict[str, pd.DataFrame] | None = None) -> Path:
+def write(
+    out: Path,
+    name: str,
+    title: str,
+    table: edv.EdvTable,
+    extra: dict[str, pd.DataFrame] | None = None,
+    *,
+    smoke: bool = False,
+) -> Path:
+    """One table's markdown and CSVs; a smoke run's title says so and drops the ours − paper column."""
     out.mkdir(parents=True, exist_ok=True)
+    if smoke:
+        title = SMOKE_PREFIX + title
+        table = replace(table, comparison=table.comparison.drop(columns=["diff"], errors="ignore"))
     parts = [
         f"# {title}\n",
         "## Ours (Pass@1 or metric in %, mean ± std over seeds [95% hierarchical-bootstrap CI]; † = incomplete)\n",
@@ -60,6 +74,7 @@ def write(out: Path, name: str, title: str, table: edv.EdvTable, extra: dict[str
 
 def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Path]:
     written = []
+    smoke = "smoke" in suffix  # the smoke preset's folders: captions say so, no ours − paper
     frames = {e: edv.annotate(load(root / f"edv_{e}{suffix}")) for e in EXPERIMENTS}
     if not frames["table1"].empty:
         df = frames["table1"]
@@ -71,36 +86,34 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
                 "EDV Table 1: Pass@1 per domain",
                 edv.main_table(df, edv.reference("table1"), n_boot=n_boot),
                 extra,
+                smoke=smoke,
             )
         )
     if not frames["table2"].empty:
         t = edv.mind2web_table(frames["table2"], edv.reference("table2"), n_boot=n_boot)
-        written.append(write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t))
+        written.append(write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t, smoke=smoke))
     if not frames["table3"].empty:
         t = edv.mmtb_table(frames["table3"], edv.reference("table3"), n_boot=n_boot)
-        written.append(write(out, "table3", "EDV Table 3: MMTB", t))
+        written.append(write(out, "table3", "EDV Table 3: MMTB", t, smoke=smoke))
     if not frames["table4"].empty:
         t = edv.ablation_table(frames["table4"], edv.reference("table4"), edv.TABLE4_ROWS, n_boot=n_boot)
-        written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t))
+        written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t, smoke=smoke))
     if not frames["table5"].empty:
         df = frames["table5"]
-        text = edv.reference("text")
         extra = {
             "Retrieval per bank (sec. 5.5.2; paper: shared 72.3% x 3.2 = 2.3, private 31.8% x 1.8 = 0.6)": edv.bank_retrieval(
                 df
             ),
-            "Paper sec. 5.5.2": text[text["section"].astype(str) == "5.5.2"],
+            "Paper sec. 5.5.2": edv.text_reference("5.5.2"),
         }
         t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=n_boot)
-        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra))
+        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra, smoke=smoke))
     if not frames["contamination"].empty:
         df = frames["contamination"]
-        text = edv.reference("text")
-        ref = text[text["section"].astype(str) == "5.4"].rename(columns={"variant": "row"})
-        ref = ref[ref["quantity"] == "pass_at_1"].assign(benchmark="tau2_retail")
+        ref = edv.contamination_reference()
         extra = {"Injected share of stored and recalled items": edv.contamination_recall(df)}
         t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=n_boot)
-        written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra))
+        written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra, smoke=smoke))
     return written
 
 

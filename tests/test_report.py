@@ -11,7 +11,15 @@ import sys
 
 import pytest
 from conftest import REPO
-from report_fixtures import MOCK_MODELS, MOCK_ROLES, OPENAI_MODELS, OPENAI_ROLES, write_grid, write_run
+from report_fixtures import (
+    MOCK_MODELS,
+    MOCK_ROLES,
+    OPENAI_MODELS,
+    OPENAI_ROLES,
+    write_every_experiment,
+    write_grid,
+    write_run,
+)
 
 from aecg_bench.analysis.load import assignment_label, load, run_config
 from aecg_bench.analysis.paper import (
@@ -228,37 +236,54 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.slow
-def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_path):
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    _, paths = _report(tmp_path)
-    out = subprocess.run(
+def _dump_dom(browser: str, page, profile) -> subprocess.CompletedProcess:
+    """The page's DOM after load, from headless Chromium with no network (a dead proxy)."""
+    return subprocess.run(
         [
             browser,
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--no-first-run",
             "--disable-extensions",
             "--disable-background-networking",
             "--proxy-server=127.0.0.1:9",
             "--virtual-time-budget=10000",
-            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--user-data-dir={profile}",
             "--dump-dom",
-            paths["html"].as_uri(),
+            page.as_uri(),
         ],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=300,
     )
+
+
+@pytest.mark.slow
+def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_path):
+    """`make report` on a mock sweep of every experiment, opened offline: every table and image renders."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    probe = tmp_path / "probe.html"
+    probe.write_text("<!DOCTYPE html><html><body><p>ok</p></body></html>")
+    if _dump_dom(browser, probe, tmp_path / "probe-profile").returncode != 0:
+        pytest.skip(f"{browser} is installed but cannot start here (no usable headless mode)")
+    root = tmp_path / "results"
+    write_every_experiment(root)
+    paths = write_report(root, tmp_path / "report", n_boot=50)
+    page = paths["html"].read_text()
+    n_images = len(re.findall(r"<img ", page))
+    n_tables = page.count('class="dataframe report-table"') + page.count('<table class="report-table">')
+    out = _dump_dom(browser, paths["html"], tmp_path / "profile")
     assert out.returncode == 0, out.stderr[-2000:]
     body = re.search(r"<body([^>]*)>", out.stdout)
     assert body, out.stdout[:500]
     attrs = dict(re.findall(r'data-([a-z-]+)="(\d+)"', body.group(1)))
-    assert int(attrs["images"]) >= 3 and attrs["images-rendered"] == attrs["images"], attrs
-    assert int(attrs["tables"]) >= 5 and attrs["tables-rendered"] == attrs["tables"], attrs
+    assert int(attrs["images"]) == n_images >= 10 and attrs["images-rendered"] == attrs["images"], attrs
+    assert int(attrs["tables"]) == n_tables >= 40 and attrs["tables-rendered"] == attrs["tables"], attrs
+    assert page.count("Status: ok") == page.count('<section id="')  # every section filled
 
 
 def test_make_report_cli_lists_every_section_as_not_run_on_an_empty_results_folder(tmp_path, capsys):
@@ -326,6 +351,10 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
         root, "aecg_table1", ["framework=single", "benchmark=toy,toy_tools", "memory=no_memory,conmem,aecg", "seed=0,1"]
     )
     _mock_sweep(root, "aecg_table2", ["framework=single", "benchmark=toy", "memory=aecg,aecg_flat_scope", "seed=0,1"])
+    for paper in (["mechanisms"], ["edv", "--pool", "edv_pool_mock"]):  # scripted worlds, offline (~3 min)
+        cmd = [sys.executable, "scripts/reproduce.py", *paper, "--preset", "smoke", "--results-root", str(root)]
+        out = subprocess.run([*cmd, "--jobs", "1"], cwd=REPO, capture_output=True, text=True, timeout=1700, env=_env())
+        assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
     out = subprocess.run(
         [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(root), "--n-boot", "200"],
         cwd=REPO,
@@ -338,7 +367,18 @@ def test_make_report_on_a_mock_sweep_of_every_experiment(tmp_path):
     page = (root / "report" / "index.html").read_text()
     md = (root / "report" / "report.md").read_text()
     assert "error:" not in page and "not run" not in out.stdout  # every registered section filled
-    for text in ("AECG Table 1", "AECG Table 2", "w/o scope preservation (flat scope)", "Δ (paired)", "SMOKE RUN"):
+    assert page.count("Status: ok") == page.count('<section id="') >= 19
+    for text in (
+        "AECG Table 1",
+        "AECG Table 2",
+        "w/o scope preservation (flat scope)",
+        "Δ (paired)",
+        "SMOKE RUN",
+        "AECG Table 3",
+        "Δ vs dual_timescale",
+        "EDV Table 5",
+        "EDV Figure 6",
+    ):
         assert text in page and text in md
     images = re.findall(r'<img src="([^"]+)"', page)
     assert len(images) >= 4 and all((root / "report" / src).stat().st_size > 0 for src in images)

@@ -7,6 +7,7 @@ import hashlib
 
 import pandas as pd
 
+from aecg_bench.analysis.facts import SMOKE_PREFIX, sweep_facts
 from aecg_bench.analysis.load import CONFIG_COLUMNS
 from aecg_bench.analysis.paper import (
     KEYS,
@@ -38,36 +39,17 @@ def slug(config: dict[str, str]) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in config.get("experiment", ""))[:40] + "_" + digest
 
 
-def _commit(value: object) -> str:
-    text = str(value) if isinstance(value, str) else "unknown"
-    return text[:12] + ("+dirty" if text.endswith("+dirty") else "")
-
-
 def facts(df: pd.DataFrame, table: PaperTable, command: str) -> Facts:
-    """Config, sample counts, completeness, cost and the command, for one configuration's table."""
+    """`sweep_facts` for one configuration's table, with its sample counts and completeness per cell."""
     s = table.summary
-    eval_rows = df[df["phase"] == "eval"]
-    cost = cost_table(df)
-    runs = eval_rows.drop_duplicates("run_dir")["run_status"].value_counts()
-    return Facts(
-        {
-            "experiment": table.config.get("experiment", ""),
-            "model assignment": table.config.get("assignment", ""),
-            "model labels (as configured)": ", ".join(sorted(set(map(str, df["model"])))),
-            "protocol": table.config.get("protocol", ""),
-            "preset": table.config.get("preset", ""),
-            "seeds": ", ".join(str(x) for x in sorted(set(eval_rows["seed"]))),
-            "samples": f"{int(s['n_samples'].sum())} of {int(s['n_expected'].sum())} expected",
-            "complete cells": f"{int(s['complete'].sum())} of {len(s)}"
-            + (f" (flagged: {', '.join(sorted(set(s['flag']) - {''}))})" if (s["flag"] != "").any() else ""),
-            "infra errors": str(int(s["n_infra_error"].sum())),
-            "runs by status": ", ".join(f"{k}: {v}" for k, v in runs.items()),
-            "code (git commit of the runs)": ", ".join(sorted({_commit(c) for c in eval_rows.get("git_commit", [])})),
-            "cost": f"${cost['cost'].sum():.4f}; agent tokens {int(cost['agent_tokens'].sum()):,}; "
-            f"memory-side tokens {int(cost['memory_side_tokens'].sum()):,}",
-            "command": command,
-        }
-    )
+    flagged = sorted(set(s["flag"]) - {""})
+    per_cell = {
+        "samples": f"{int(s['n_samples'].sum())} of {int(s['n_expected'].sum())} expected",
+        "completeness": f"{int(s['complete'].sum())} of {len(s)} cells complete"
+        + (f" (flagged: {', '.join(flagged)})" if flagged else ""),
+        "infra errors": str(int(s["n_infra_error"].sum())),
+    }
+    return Facts({**sweep_facts(df, command), **per_cell})
 
 
 def config_frame(df: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
@@ -168,7 +150,7 @@ def _per_config_figures(df: pd.DataFrame, ctx: Context, stem: str, draw, title: 
     parts: list[Part] = []
     for config in configurations(df):
         sub = config_frame(df, config)
-        prefix = "SMOKE RUN, not comparable to the paper: " if is_smoke(config) else ""
+        prefix = SMOKE_PREFIX if is_smoke(config) else ""
         name = f"{stem}_{slug(config)}"
         png = draw(sub, ctx.figures_dir / name, f"{prefix}{title}")[0]
         parts.append(Figure(f"{prefix}{title} — {config['experiment']}, {config['assignment']}", png, caption))

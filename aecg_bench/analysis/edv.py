@@ -76,6 +76,18 @@ def reference(name: str, reference_dir: Path = REFERENCE_DIR) -> pd.DataFrame:
     return pd.read_csv(reference_dir / f"edv_{name}.csv")
 
 
+def text_reference(section: str) -> pd.DataFrame:
+    """The numbers EDV states in its text for one section (edv_text.csv)."""
+    text = reference("text")
+    return text[text["section"].astype(str) == section]
+
+
+def contamination_reference() -> pd.DataFrame:
+    """Sec. 5.4's Pass@1 of clean and contaminated RB, in an ablation table's layout (RETAIL)."""
+    ref = text_reference("5.4").rename(columns={"variant": "row"})
+    return ref[ref["quantity"] == "pass_at_1"].assign(benchmark="tau2_retail")
+
+
 # --------------------------------------------------------------------------- loading
 
 

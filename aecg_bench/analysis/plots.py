@@ -167,3 +167,39 @@ def score_heatmap(
     ax.set_title(_wrap(title, 60))
     ax.set_ylabel("")
     return _save(fig, out_stem)
+
+
+EDV_COLORS = {"edv": "tab:red", "rb": "tab:blue"}
+
+
+def edv_curve(data: pd.DataFrame, paper: pd.DataFrame, x: str, xlabel: str, title: str, out_stem: Path) -> list[Path]:
+    """EDV Figures 4-6: our Pass@1 per x (lines, 95% CI over seeds) for EDV and RB, and the values the
+    paper's text states as hollow markers (`paper`: method, x, value)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    for method, g in data.groupby("method"):
+        g = g.sort_values(x)
+        err = [g["mean"] - g["ci_low"], g["ci_high"] - g["mean"]]
+        ax.errorbar(
+            g[x],
+            g["mean"],
+            yerr=np.nan_to_num(np.clip(np.asarray(err, dtype=float), 0, None)),
+            marker="o",
+            capsize=3,
+            color=EDV_COLORS.get(method),
+            label=f"{method.upper()} (ours)",
+        )
+    for method, g in paper.groupby("method"):
+        ax.scatter(
+            g["x"],
+            g["value"],
+            facecolors="none",
+            edgecolors=EDV_COLORS.get(method),
+            s=60,
+            label=f"{method.upper()} (paper)",
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Pass@1 (%)")
+    ax.set_title(_wrap(title, 60), fontsize=9)
+    ax.legend(fontsize=7)
+    return _save(fig, out_stem)

@@ -78,6 +78,8 @@ class SectionSpec:
     build: Callable[[pd.DataFrame, Context], list[Part]]  # called with the loaded samples (never empty)
     not_run: Callable[[Context], list[Part]] | None = None  # the paper's side when nothing ran
     order: int = 100
+    # how one folder is read (default: every sample, `load`); an empty frame means "nothing ran"
+    loader: Callable[[Path], pd.DataFrame] = load
 
 
 @dataclass
@@ -99,13 +101,16 @@ def register_section(
     command: str,
     order: int = 100,
     not_run: Callable[[Context], list[Part]] | None = None,
+    loader: Callable[[Path], pd.DataFrame] = load,
 ) -> Callable[[Callable[[pd.DataFrame, Context], list[Part]]], Callable[[pd.DataFrame, Context], list[Part]]]:
-    """Decorator: add a section builder to the report. `key` must be unique (a slug: it names figures)."""
+    """Decorator: add a section builder to the report. `key` must be unique (a slug: it names figures).
+    `loader` reads one folder for sections whose results are not sample records (a mechanism
+    test's `mechanisms.csv`)."""
 
     def deco(fn: Callable[[pd.DataFrame, Context], list[Part]]) -> Callable[[pd.DataFrame, Context], list[Part]]:
         if key in REGISTRY and REGISTRY[key].build is not fn:
             raise ValueError(f"report section {key!r} is registered twice")
-        REGISTRY[key] = SectionSpec(key, title, paper, folders, command, fn, not_run, order)
+        REGISTRY[key] = SectionSpec(key, title, paper, folders, command, fn, not_run, order, loader)
         return fn
 
     return deco
@@ -127,20 +132,21 @@ def registered() -> list[SectionSpec]:
 def build_sections(ctx: Context, specs: list[SectionSpec] | None = None) -> list[Section]:
     """Every section, built from its folders; one failing section (an unreadable folder, a builder
     error) is reported on the page, not fatal."""
-    cache: dict[str, pd.DataFrame | str] = {}
+    cache: dict[tuple[Callable[[Path], pd.DataFrame], str], pd.DataFrame | str] = {}
     out = []
     for spec in specs if specs is not None else registered():
         for folder in spec.folders:
-            if folder not in cache:
+            if (spec.loader, folder) not in cache:
                 try:
-                    cache[folder] = load(ctx.results_root / folder)
+                    cache[spec.loader, folder] = spec.loader(ctx.results_root / folder)
                 except (ValueError, KeyError, OSError) as exc:
-                    cache[folder] = f"{folder}: {exc}"
-        broken = [cache[f] for f in spec.folders if isinstance(cache[f], str)]
+                    cache[spec.loader, folder] = f"{folder}: {exc}"
+        loaded = [cache[spec.loader, f] for f in spec.folders]
+        broken = [x for x in loaded if isinstance(x, str)]
         if broken:
             out.append(Section(spec, f"error: {'; '.join(map(str, broken))}", []))
             continue
-        frames = [f for f in (cache[f] for f in spec.folders) if isinstance(f, pd.DataFrame) and not f.empty]
+        frames = [f for f in loaded if isinstance(f, pd.DataFrame) and not f.empty]
         if not frames:
             out.append(Section(spec, "not run", spec.not_run(ctx) if spec.not_run else []))
             continue
@@ -235,7 +241,10 @@ def render_html(sections: list[Section], *, generated: str) -> str:
             if isinstance(part, Table):
                 frame = _frame_for_text(part)
                 body.append(f"<h3>{e(part.title)}</h3>")
-                body.append(frame.to_html(index=part.index, classes="report-table", border=0, na_rep="–"))
+                if frame.empty:  # no rows: say so rather than draw an empty grid
+                    body.append("<p>(none)</p>")
+                else:
+                    body.append(frame.to_html(index=part.index, classes="report-table", border=0, na_rep="–"))
                 if part.note:
                     body.append(f"<p>{e(part.note)}</p>")
             elif isinstance(part, Figure):
