@@ -10,8 +10,6 @@ TORCH_PIP_ARGS ?=
 # Benchmark data: the shared offline copy when present, else the user cache (downloads when online).
 export AECG_DATA_ROOT ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),$(HOME)/.cache/aecg_bench/data)
 export OMP_WAIT_POLICY ?= PASSIVE
-# CI=1 (set by .ci/run) adds the slow tier: embedded-model runs and simulators.
-PYTEST_MARKS := $(if $(CI),-m "slow or not slow",)
 
 PRESET ?=
 MODEL ?=
@@ -33,7 +31,7 @@ setup:
 	$(BIN)/python -m aecg_bench.doctor
 
 test:
-	$(BIN)/python -m pytest -q $(PYTEST_MARKS)
+	$(BIN)/python -m pytest -q
 
 test-all:
 	$(BIN)/python -m pytest -q -m "slow or not slow"
