@@ -101,6 +101,25 @@ def test_sweep_points_get_their_own_results_folders(tmp_path):
     assert (tau.memory.params["shared_threshold"], tau.memory.params["private_threshold"]) == (0.70, 0.75)
 
 
+def test_fig5_counts_retrieved_memories_in_items_for_both_methods(tmp_path):
+    """Fig. 5's RB arm caps ReasoningBank's recall at top_k items (EDV's unit); RB's own top_k
+    counts entries of up to 3 items, so at k = 1 the uncapped arm hands the agent 2 items here."""
+    sweep = (REPO / "conf/experiment/edv_fig5_topk.yaml").read_text()
+    assert "arm: edv,rb_items_b3" in sweep
+    recalled, frames = {}, []
+    for arm in ("rb_items_b3", "rb_b3"):
+        overrides = ["experiment=edv_fig5_topk", f"arm={arm}", *TINY, "memory.params.top_k=1"]
+        cfg = parse_run_config(compose(overrides, tmp_path / arm))
+        assert cfg.memory.name == "reasoningbank" and cfg.model.roles["default"] == "mock-skeptic"
+        final = run_from_config(compose(overrides, tmp_path / arm))
+        df = edv.annotate(load(tmp_path / arm / "edv_fig5_topk"))
+        frames.append(df)
+        recalled[arm] = [len(ids) for ids in df.loc[df["phase"] == "eval", "recalled_memory_ids"]]
+        assert final["status"] == "complete" and set(df["row"]) == {"rb_b3"}
+    assert recalled == {"rb_items_b3": [1, 1], "rb_b3": [2, 2]}
+    assert edv.recall_units(frames[0]) == "items" and edv.recall_units(frames[1]) == "EDV: items; RB: entries"
+
+
 def test_an_arm_on_a_model_config_without_backbones_fails_in_one_line(tmp_path):
     cfg = parse_run_config(compose(["arm=nm_b1"], tmp_path))
     with pytest.raises(Exception, match="no-backbone_1-role"):
