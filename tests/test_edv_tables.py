@@ -268,8 +268,8 @@ def test_inference_tokens_leave_out_the_user_simulator():
     assert out.loc["rb_mean", "reduction_pct"] == 25.0
 
 
-def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
-    root = tmp_path / "r"
+def _smoke_run(root: Path) -> None:
+    """One Table 4 smoke run: a build task of 10 calls (1,100 tokens), a test task of 2 (210)."""
     run = root / "edv_table4-smoke/toy_tools/single/edv/pool/seed=0"
     run.mkdir(parents=True)
     header = {
@@ -305,6 +305,11 @@ def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
         return json.dumps(r)
 
     (run / "samples.jsonl").write_text("\n".join([rec(0, "build", 10, 1000, 100), rec(1, "eval", 2, 200, 10)]) + "\n")
+
+
+def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
+    root = tmp_path / "r"
+    _smoke_run(root)
     est = estimate(root, ["table4"], price=(1.0, 2.0), sizes=parse_sizes(["tau2_retail=5,7"])).iloc[0]
     assert est["benchmark"] == "tau2_retail" and est["tasks"] == 3 * (5 + 7)
     assert est["calls"] == 3 * (5 * 10 + 7 * 2)
@@ -312,6 +317,19 @@ def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
     assert est["dollars"] == pytest.approx(3 * (5 * (1000 + 200) + 7 * (200 + 20)) / 1e6)
     with pytest.raises(ValueError, match="bad --size 'mmtb=x'"):
         parse_sizes(["mmtb=x"])
+
+
+def test_dry_run_prints_calls_tokens_and_dollars_of_the_paper_preset(tmp_path, monkeypatch, capsys):
+    """`make reproduce-edv DRY_RUN=1` = `reproduce.py edv --dry-run`: scaled from the smoke runs."""
+    _smoke_run(tmp_path / "r")
+    argv = ["reproduce.py", "edv", "--dry-run", "--results-root", str(tmp_path / "r"), "--price", "1,2"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--only", "table4", "--size", "tau2_retail=5,7"])
+    assert _script("reproduce").main() == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", out) and "tau2_retail" in out
+    assert "Total: 192 calls, 20,910 tokens, $0.02" in out  # 3 seeds x (5 x 10 + 7 x 2) calls
+    rule = (REPO / "Makefile").read_text().split("\nreproduce-edv:")[1].split("\n\n")[0]
+    assert "scripts/reproduce.py edv" in rule and "$(if $(DRY_RUN),--dry-run)" in rule
 
 
 @pytest.mark.slow
@@ -349,7 +367,7 @@ def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_th
     dry = subprocess.run(
         [*cmd[:3], "--dry-run", "--results-root", str(root)], cwd=REPO, capture_output=True, text=True, env=ENV
     )
-    assert dry.returncode == 0 and "| calls" in dry.stdout and "| tokens" in dry.stdout and "| dollars" in dry.stdout
+    assert dry.returncode == 0 and re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", dry.stdout)
     total = re.search(r"Total: ([\d,]+) calls, ([\d,]+) tokens, \$([\d,.]+)", dry.stdout)
     assert total and all(float(v.replace(",", "")) > 0 for v in total.groups())
     assert {"tau2_retail", "mind2web_cross_domain"} <= set(re.findall(r"\| (\w+) +\|", dry.stdout))
