@@ -44,6 +44,11 @@ their instruction. `instruction` keys every task by its instruction alone.
 
 Hyperparameters (defaults and sources):
 - top_k 1: paper (k=1 is best; more memories hurt) and run.py (`n=1`).
+- max_recalled_items None: run.py appends every item of the `select_memory`
+  entries (memory_management.py ranks entries, not items), so there is no
+  item cap. EDV's Figure 5 counts retrieved memories in items for both
+  methods: a cap of k keeps the first k items, best entry first and each
+  entry's items in stored order (our choice; the original has no cap).
 - max_items 3: extraction prompts ("at most 3 memory items").
 - extract_temperature 0.7: induce_memory.py.
 
@@ -126,6 +131,9 @@ class ReasoningItem:
 
 class ReasoningBankParams(Params):
     top_k: int = Field(1, ge=0, description="entries (source tasks) recalled per query; paper: 1")
+    max_recalled_items: int | None = Field(
+        None, ge=0, description="cap on items recalled per query, best entry first; None = all (paper)"
+    )
     max_items: int = Field(3, ge=1, description="items kept per trajectory; paper: at most 3")
     exclude_same_task: bool = Field(True, description="never recall entries induced from the task being solved")
     min_similarity: float | None = Field(None, description="drop entries below this cosine (none in the paper)")
@@ -174,10 +182,13 @@ class ReasoningBank(MemoryMethod):
 
         text = task_key(query.task, query.context, self.params.retrieval_key)
         hits = self.index.search(text, self.params.top_k, allow=allowed, min_score=self.params.min_similarity)
+        cap = self.params.max_recalled_items
         out = []
         for eid, score in hits:
             e = self.entries[eid]
             for i, it in enumerate(e["items"]):
+                if cap is not None and len(out) >= cap:
+                    break
                 out.append(
                     MemoryItem(
                         id=f"{eid}-{i}",

@@ -21,7 +21,7 @@ from aecg_bench.analysis.plots import edv_curve
 
 FIGURES = {
     "fig4_epochs": ("build_epochs", "construction epochs", "EDV Fig. 4: Pass@1 over construction epochs"),
-    "fig5_topk": ("top_k", "retrieved memories (EDV: items; RB: entries)", "EDV Fig. 5: Pass@1 vs retrieved memories"),
+    "fig5_topk": ("top_k", "retrieved memories ({units})", "EDV Fig. 5: Pass@1 vs retrieved memories"),
     "fig6_threshold": ("threshold", "recall threshold tau (shared bank)", "EDV Fig. 6: Pass@1 vs recall threshold"),
 }
 
@@ -44,7 +44,7 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         data.round(2).to_csv(out / f"{name}.csv", index=False)
         paper = reference[(reference["figure"] == name) & reference["x"].notna()].astype({"x": float})
-        written += edv_curve(data, paper, x, xlabel, title, out / name)
+        written += edv_curve(data, paper, x, xlabel.format(units=edv.recall_units(df)), title, out / name)
         print(f"\n{title} (ours, mean and 95% CI over seeds)\n")
         print(data.round(2).to_markdown(index=False))
     if not written:

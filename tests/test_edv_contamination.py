@@ -112,3 +112,33 @@ def test_a_provider_failure_leaves_the_contaminated_bank_as_it_was():
     with pytest.raises(InfraError):
         memory.observe(bm.episode(bm.SORT, "x", True))  # the 10th task: due for contamination
     assert memory.state_dict() == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_contamination_run_recalls_injected_items_near_their_share_of_memory(tmp_path, shared_data):
+    """Sec. 5.4 through the runner, as `make reproduce-edv` runs it (conf/experiment/edv_contamination,
+    arm rb_contaminated_b3) on tau2 RETAIL with the scripted pool (its user simulator opens with the
+    task's own reason for call): 69 build tasks, 45 frozen test tasks, ~1.5 min. toy_tools cannot show
+    this: every task opens the same way, so every query ties and recalls the oldest entry."""
+    from conftest import compose
+
+    from aecg_bench.analysis import edv
+    from aecg_bench.analysis.load import load
+    from aecg_bench.run import run_from_config
+
+    overrides = [
+        "experiment=edv_contamination",
+        "arm=rb_contaminated_b3",
+        "model=edv_pool_mock",
+        "benchmark=tau2_retail",
+        "benchmark.params.max_steps=2",
+        "seed=0",
+    ]
+    final = run_from_config(compose(overrides, tmp_path, shared_data))
+    assert final["status"] == "complete"
+    share = edv.contamination_recall(edv.annotate(load(tmp_path / "edv_contamination"))).iloc[0]
+    assert 5 <= share["injected_stored_pct"] <= 10  # every tenth entry, 3 items like every real entry
+    assert share["recalled_items"] >= 45  # top_k = 1 entry per test task
+    assert abs(share["injected_recalled_pct"] - share["injected_stored_pct"]) <= 5
+    assert share["injected_recalled_pct"] > 0

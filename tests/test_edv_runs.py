@@ -16,7 +16,8 @@ from aecg_bench.runner.records import RunDir
 from baselines.edv.verify import route
 
 # seed 1 draws executor groups {skeptic, idle}, {skeptic, solver}, {idle, skeptic}, {solver, idle}
-# for train-0..3: partial approvals (private banks) and one unanimous group (shared bank).
+# for train-0..3: the skeptic approves only the identity item, so its groups send that item to the
+# shared bank and the other to the approver's private bank; the last group approves both (shared).
 EDV_RUN = (
     "benchmark=toy_tools",
     "memory=edv",
@@ -25,7 +26,7 @@ EDV_RUN = (
     "protocol.mode=build_then_freeze",
     "benchmark.params.train_size=4",
     "benchmark.params.size=2",
-    "memory.params.ability_from=labels",  # the scripted distiller's assessment is one fixed reply
+    "memory.params.ability_from=labels",  # edv_labelled's matrix; the default (the distiller's) is tested below
 )
 
 
@@ -77,9 +78,41 @@ def test_edv_builds_then_serves_frozen_memory_on_toy_tools(make_config):
     # frozen: eval changes nothing; the routed model (best record) recalls the shared items
     assert records[4]["memory_stats"] == records[3]["memory_stats"] == records[5]["memory_stats"]
     shared = [v["memory_id"] for v in verdicts if v["destination"] == "shared"]
-    assert all(r["recalled_memory_ids"] == shared for r in records[4:])
+    assert all(r["recalled_memory_ids"] == shared[:3] for r in records[4:])  # top_k 3; ties: stored first
     assert _rollout_models(rd)[4:] == [["mock-skeptic"], ["mock-skeptic"]]  # 6/6 beats mock-solver's 4/4
     assert sorted(rd.memory_dir.glob("snapshot-*.json"))
+
+
+def test_the_distillers_assessment_follows_what_each_candidate_did_so_routing_avoids_the_idle_model(make_config):
+    """The scripted pool's distiller reads the candidates (a cut-off rollout failed). A fixed reply
+    ("1=success; 2=success; 3=failure; 4=failure") credited whichever model was drawn as executor 1:
+    at seed 3 mock-idle was, the Ability Matrix ranked it first and every test task failed."""
+    for seed in (0, 3):  # both draw mock-idle as executor 1 of a build task
+        final = run_from_config(
+            make_config(
+                "experiment=edv_table1",
+                "arm=edv",
+                "model=edv_pool_mock",
+                "benchmark=toy_tools",
+                "benchmark.params.train_size=2",
+                "benchmark.params.size=2",
+                f"seed={seed}",
+            )
+        )
+        rd = _rd(final)
+        audit = _audit(rd)
+        executed = [e for e in audit if e["event"] == "execute"]
+        assessed = [e["assessment"] for e in audit if e["event"] == "distill"]
+        assert len(assessed) == 2 and len(executed) == 8
+        verdicts = [
+            a[str(e["candidate"])]
+            for a, group in zip(assessed, (executed[:4], executed[4:]), strict=True)
+            for e in group
+        ]
+        assert verdicts == [e["model"] != "mock-idle" for e in executed], seed
+        assert "mock-idle" in (executed[0]["model"], executed[4]["model"]), seed
+        assert {m for ms in _rollout_models(rd)[2:] for m in ms} <= {"mock-solver", "mock-skeptic"}, seed
+        assert final["eval"]["success_rate"] == 1.0, seed
 
 
 def test_reruns_draw_the_same_models_and_a_resume_replays_exactly(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,25 @@ def test_sweep_points_get_their_own_results_folders(tmp_path):
     }
     tau = parse_run_config(compose(["experiment=edv_fig6_threshold", *TINY, "arm=edv_tau70"], tmp_path))
     assert (tau.memory.params["shared_threshold"], tau.memory.params["private_threshold"]) == (0.70, 0.75)
+
+
+def test_fig5_counts_retrieved_memories_in_items_for_both_methods(tmp_path):
+    """Fig. 5's RB arm caps ReasoningBank's recall at top_k items (EDV's unit); RB's own top_k
+    counts entries of up to 3 items, so at k = 1 the uncapped arm hands the agent 3 items here."""
+    sweep = (REPO / "conf/experiment/edv_fig5_topk.yaml").read_text()
+    assert "arm: edv,rb_items_b3" in sweep
+    recalled, frames = {}, []
+    for arm in ("rb_items_b3", "rb_b3"):
+        overrides = ["experiment=edv_fig5_topk", f"arm={arm}", *TINY, "memory.params.top_k=1"]
+        cfg = parse_run_config(compose(overrides, tmp_path / arm))
+        assert cfg.memory.name == "reasoningbank" and cfg.model.roles["default"] == "mock-skeptic"
+        final = run_from_config(compose(overrides, tmp_path / arm))
+        df = edv.annotate(load(tmp_path / arm / "edv_fig5_topk"))
+        frames.append(df)
+        recalled[arm] = [len(ids) for ids in df.loc[df["phase"] == "eval", "recalled_memory_ids"]]
+        assert final["status"] == "complete" and set(df["row"]) == {"rb_b3"}
+    assert recalled == {"rb_items_b3": [1, 1], "rb_b3": [3, 3]}
+    assert edv.recall_units(frames[0]) == "items" and edv.recall_units(frames[1]) == "EDV: items; RB: entries"
 
 
 def test_an_arm_on_a_model_config_without_backbones_fails_in_one_line(tmp_path):
@@ -248,8 +268,8 @@ def test_inference_tokens_leave_out_the_user_simulator():
     assert out.loc["rb_mean", "reduction_pct"] == 25.0
 
 
-def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
-    root = tmp_path / "r"
+def _smoke_run(root: Path) -> None:
+    """One Table 4 smoke run: a build task of 10 calls (1,100 tokens), a test task of 2 (210)."""
     run = root / "edv_table4-smoke/toy_tools/single/edv/pool/seed=0"
     run.mkdir(parents=True)
     header = {
@@ -285,6 +305,11 @@ def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
         return json.dumps(r)
 
     (run / "samples.jsonl").write_text("\n".join([rec(0, "build", 10, 1000, 100), rec(1, "eval", 2, 200, 10)]) + "\n")
+
+
+def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
+    root = tmp_path / "r"
+    _smoke_run(root)
     est = estimate(root, ["table4"], price=(1.0, 2.0), sizes=parse_sizes(["tau2_retail=5,7"])).iloc[0]
     assert est["benchmark"] == "tau2_retail" and est["tasks"] == 3 * (5 + 7)
     assert est["calls"] == 3 * (5 * 10 + 7 * 2)
@@ -292,6 +317,19 @@ def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
     assert est["dollars"] == pytest.approx(3 * (5 * (1000 + 200) + 7 * (200 + 20)) / 1e6)
     with pytest.raises(ValueError, match="bad --size 'mmtb=x'"):
         parse_sizes(["mmtb=x"])
+
+
+def test_dry_run_prints_calls_tokens_and_dollars_of_the_paper_preset(tmp_path, monkeypatch, capsys):
+    """`make reproduce-edv DRY_RUN=1` = `reproduce.py edv --dry-run`: scaled from the smoke runs."""
+    _smoke_run(tmp_path / "r")
+    argv = ["reproduce.py", "edv", "--dry-run", "--results-root", str(tmp_path / "r"), "--price", "1,2"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--only", "table4", "--size", "tau2_retail=5,7"])
+    assert _script("reproduce").main() == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", out) and "tau2_retail" in out
+    assert "Total: 192 calls, 20,910 tokens, $0.02" in out  # 3 seeds x (5 x 10 + 7 x 2) calls
+    rule = (REPO / "Makefile").read_text().split("\nreproduce-edv:")[1].split("\n\n")[0]
+    assert "scripts/reproduce.py edv" in rule and "$(if $(DRY_RUN),--dry-run)" in rule
 
 
 @pytest.mark.slow
@@ -321,10 +359,18 @@ def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_th
     for name in ("fig4_epochs", "fig5_topk", "fig6_threshold"):
         assert (tables / f"{name}.png").stat().st_size > 0 and (tables / f"{name}.csv").exists()
     assert len(pd.read_csv(tables / "fig4_epochs.csv")) == 8  # 2 methods x 4 epochs
+    # every EDV test task goes to a model that acts (never mock-idle), and every memory row builds memory
+    table1 = edv.annotate(load(root / "edv_table1-smoke"))
+    assert table1.loc[(table1["row"] == "edv") & (table1["phase"] == "eval"), "success"].all()
+    assert {"edv", "rb_b1", "rb_b2", "rb_b3"} <= set(edv.audit_items(table1)["row"])
+    assert edv.recall_units(edv.annotate(load(root / "edv_fig5_topk-smoke"))) == "items"
     dry = subprocess.run(
         [*cmd[:3], "--dry-run", "--results-root", str(root)], cwd=REPO, capture_output=True, text=True, env=ENV
     )
-    assert dry.returncode == 0 and "Total:" in dry.stdout and "$" in dry.stdout
+    assert dry.returncode == 0 and re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", dry.stdout)
+    total = re.search(r"Total: ([\d,]+) calls, ([\d,]+) tokens, \$([\d,.]+)", dry.stdout)
+    assert total and all(float(v.replace(",", "")) > 0 for v in total.groups())
+    assert {"tau2_retail", "mind2web_cross_domain"} <= set(re.findall(r"\| (\w+) +\|", dry.stdout))
     assert set(pd.read_csv(tables / "table1_vs_paper.csv")["row"]) == set(edv.MAIN_ROWS)
 
 
@@ -360,3 +406,43 @@ def test_mmtb_table_uses_mmtbs_own_rates_per_seed():
     assert ours["All"].startswith("75.00") and ours["A_sgl"].startswith("100.00")
     assert ours["A_clr"] == "50.00 ± 70.71" and ours["A_cht"] == "–"
     assert table.paper.loc["EDV (Ensemble)", "All"] == 58.10
+
+
+def test_table_cells_carry_a_ci_over_seeds_and_edv_is_paired_against_the_strongest_baseline():
+    """Three seeds x 10 tasks: EDV fails task 0, RB (the strongest baseline) tasks 0-2, NM half."""
+    fails = {"edv": {0}, "rb_b1": {0, 1, 2}, "nm_b1": set(range(5))}
+    rows = [
+        {"benchmark": "b", "row": row, "seed": seed, "phase": "eval", "status": "ok", "sample_id": f"t{i}"}
+        | {"success": i not in failed}
+        for row, failed in fails.items()
+        for seed in range(3)
+        for i in range(10)
+    ]
+    table = edv.main_table(pd.DataFrame(rows), edv.reference("table1"), n_boot=400)
+    cell = table.ours.loc["EDV (Ensemble)", "b"]
+    mean, rest = cell.split(" ± ")
+    low, high = (float(v) for v in rest.split("[")[1].rstrip("]").split(", "))
+    assert mean == "90.00" and rest.startswith("0.00 [") and low < 90 < high
+    test = table.tests.set_index("benchmark").loc["b"]
+    assert test["strongest_baseline"] == "rb_b1" and test["n"] == 30
+    assert test["mean_diff"] == pytest.approx(20.0) and test["ci_low"] > 0 and test["p_value"] < 0.05
+
+
+def test_the_audit_export_is_a_csv_with_a_rating_column_per_dimension(table1_root, tmp_path, monkeypatch, capsys):
+    """Sec. 5.3: `make_edv_tables.py --audit` writes the blind sheet and its key; a filled sheet
+    scores per method beside the paper's."""
+    tables = _script("make_edv_tables")
+    out = tmp_path / "audit"
+    monkeypatch.setattr(sys, "argv", ["make_edv_tables.py", str(table1_root), "--audit", "--out", str(out)])
+    assert tables.main() == 0
+    sheet, key = pd.read_csv(out / "audit_sheet.csv"), pd.read_csv(out / "audit_key.csv")
+    assert {*edv.AUDIT_DIMENSIONS, "notes"} <= set(sheet.columns)
+    assert sheet[list(edv.AUDIT_DIMENSIONS)].isna().all().all()  # empty 0-5 rating columns
+    assert len(sheet) == len(key) > 0 and {"edv", "rb_b1"} <= set(key["row"])
+    sheet["actionability"] = 4
+    sheet.to_csv(out / "filled.csv", index=False)
+    argv = ["make_edv_tables.py", "--score-audit", str(out / "filled.csv"), str(out / "audit_key.csv")]
+    monkeypatch.setattr(sys, "argv", argv)
+    capsys.readouterr()
+    assert tables.main() == 0
+    assert "actionability" in capsys.readouterr().out

@@ -76,3 +76,18 @@ def test_minilm_is_every_runs_default_embedder():
     assert yaml.safe_load((CONF_DIR / "config.yaml").read_text())["embedder"]["backend"] == "minilm"
     for path in (CONF_DIR / "experiment").glob("*.yaml"):
         assert "lexical" not in path.read_text(), f"{path.name} falls back to the lexical embedder"
+
+
+def test_the_embedder_backend_is_part_of_a_runs_identity(make_config):
+    """Fix 7: thresholds mean different things under different embedders, so runs that differ only in
+    the backend must not share a results folder or resume each other."""
+    from aecg_bench.run import run_from_config
+    from aecg_bench.runner.config import parse_run_config
+    from aecg_bench.runner.identity import results_dir_of
+    from aecg_bench.runner.records import RunDir
+
+    run = ("benchmark=toy", "benchmark.params.size=1", "memory=no_memory", "model=mock")
+    identity = RunDir(results_dir_of(run_from_config(make_config(*run)))).read_header()["identity"]
+    assert identity["embedder"]["backend"] == "lexical" and identity["config"]["embedder"]["backend"] == "lexical"
+    other = parse_run_config(make_config(*run, "embedder.backend=minilm")).identity_config()
+    assert other["embedder"]["backend"] == "minilm"

@@ -113,3 +113,18 @@ def test_tasks_with_one_shared_instruction_are_told_apart_by_what_they_present(k
     query = replace(query, task=replace(query.task, mode="conversation"))
     recalled = {i.metadata["source_task"] for i in memory.recall(query)}
     assert recalled == ({"exchange"} if key == "instruction+observation" else {"cancel"})  # else: insertion order
+
+
+def test_an_item_cap_keeps_the_best_entrys_items_first_and_matches_edvs_unit():
+    """EDV Fig. 5 compares 0-3 retrieved memories in items: the cap counts items, not entries."""
+    memory, _ = bank(top_k=2)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    memory.observe(bm.episode(bm.TRANSLATE, "t", True))
+    state = memory.state_dict()
+    assert [i.id for i in memory.recall(bm.query(bm.SORT_SIMILAR, "q"))] == ["rb-0-0", "rb-0-1", "rb-1-0", "rb-1-1"]
+    recalled = {}
+    for cap in (0, 1, 3):
+        capped, _ = bank(top_k=2, max_recalled_items=cap)
+        capped.load_state_dict(state)
+        recalled[cap] = [i.id for i in capped.recall(bm.query(bm.SORT_SIMILAR, "q"))]
+    assert recalled == {0: [], 1: ["rb-0-0"], 3: ["rb-0-0", "rb-0-1", "rb-1-0"]}

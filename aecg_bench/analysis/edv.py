@@ -111,6 +111,7 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
         "backbone": backbone,
         "build_epochs": header["protocol"].get("build_epochs"),
         "top_k": params.get("top_k"),
+        "max_recalled_items": params.get("max_recalled_items"),
         "threshold": params.get("shared_threshold"),
     }
 
@@ -130,10 +131,10 @@ def row_of(memory_label: str, method: str, backbone: int | None) -> str:
 def annotate(df: pd.DataFrame) -> pd.DataFrame:
     """Add `row`, `method`, `backbone` and the swept settings to `load()`'s per-sample frame."""
     if df.empty:
-        return df.assign(row=[], method=[], backbone=[], build_epochs=[], top_k=[], threshold=[])
+        return df.assign(row=[], method=[], backbone=[], build_epochs=[], top_k=[], max_recalled_items=[], threshold=[])
     facts = {d: run_facts(Path(d)) for d in df["run_dir"].unique()}
     out = df.copy()
-    for key in ("method", "backbone", "build_epochs", "top_k", "threshold"):
+    for key in ("method", "backbone", "build_epochs", "top_k", "max_recalled_items", "threshold"):
         out[key] = [facts[d][key] for d in out["run_dir"]]
     out["row"] = [
         row_of(m, f["method"], f["backbone"])
@@ -365,6 +366,16 @@ def ablation_table(
 
 
 # --------------------------------------------------------------------------- figures' data
+
+
+def recall_units(df: pd.DataFrame) -> str:
+    """Figure 5's x unit: items when every ReasoningBank run caps its recall at top_k items
+    (arm rb_items_b3), else RB counts entries (its own unit: one source task, up to 3 items)."""
+    rb = df[df["method"] != "edv"]
+    if rb.empty or "max_recalled_items" not in rb:
+        return "items"
+    matched = (rb["max_recalled_items"] == rb["top_k"]).all()
+    return "items" if matched else "EDV: items; RB: entries"
 
 
 def curve(df: pd.DataFrame, x: str, *, n_boot: int = 1000) -> pd.DataFrame:

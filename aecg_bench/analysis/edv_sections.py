@@ -281,7 +281,7 @@ def tokens(df: pd.DataFrame, ctx: Context) -> list[Part]:
 # Figures 4-6 (App. A.1-A.3): the swept setting (a column `edv.annotate` adds) and its axis label.
 FIGURES = {
     "fig4_epochs": ("build_epochs", "construction epochs", "EDV Figure 4: Pass@1 over construction epochs", 170),
-    "fig5_topk": ("top_k", "retrieved memories", "EDV Figure 5: Pass@1 vs number of retrieved memories", 171),
+    "fig5_topk": ("top_k", "retrieved memories ({units})", "EDV Figure 5: Pass@1 vs number of retrieved memories", 171),
     "fig6_threshold": (
         "threshold",
         "recall threshold τ (shared bank)",
@@ -313,9 +313,14 @@ def _figure_section(name: str) -> None:
             parts += _head(experiment, sub, smoke, name)
             data = edv.curve(sub, x, n_boot=ctx.n_boot)
             points = ref[ref["x"].notna()].astype({"x": float})
-            png = edv_curve(data, points, x, xlabel, f"{prefix}{title}", ctx.figures_dir / f"edv_{name}_{experiment}")[
-                0
-            ]
+            png = edv_curve(
+                data,
+                points,
+                x,
+                xlabel.format(units=edv.recall_units(sub)),
+                f"{prefix}{title}",
+                ctx.figures_dir / f"edv_{name}_{experiment}",
+            )[0]
             parts.append(
                 Figure(
                     f"{prefix}{title} — {experiment}",
