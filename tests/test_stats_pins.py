@@ -383,8 +383,14 @@ def test_paired_difference_passes_metric_phase_infra_and_bootstrap_settings():
     assert paired_difference(df2, "memory", "A", "B", phase="train")["mean_diff"] == pytest.approx(-0.25)
     assert paired_difference(df2, "memory", "A", "B", phase=None)["n"] == 12
     df = _pairs()
+    a_rows = df["memory"] == "A"
+    df.loc[a_rows, "value"] += np.random.default_rng(0).normal(0, 0.1, int(a_rows.sum()))  # distinct differences
     a = df[df["memory"] == "A"].iloc[:12]["value"].to_numpy()
     b = df[df["memory"] == "B"].iloc[:12]["value"].to_numpy()
+    default = paired_difference(df, "memory", "A", "B")
+    assert default == paired_difference(df, "memory", "A", "B", n_boot=5000, seed=0, infra="failure")
+    assert default["ci_low"] != paired_difference(df, "memory", "A", "B", seed=1)["ci_low"]
+    assert default["ci_low"] != paired_difference(df, "memory", "A", "B", n_boot=5001)["ci_low"]
     got = paired_difference(df, "memory", "A", "B", n_boot=77, seed=3)
     assert got == paired_stats(a - b, n_boot=77, seed=3)
     assert got != paired_difference(_pairs(), "memory", "A", "B")
@@ -409,3 +415,5 @@ def test_mean_pass_hat_k_counts_a_missing_success_as_a_failure_and_reads_named_c
     df = pd.DataFrame({"task": ["a", "a", "b", "b"], "ok": [True, None, True, True]})
     assert mean_pass_hat_k(df, 2, task_col="task", success_col="ok") == pytest.approx(0.5)
     assert mean_pass_hat_k(df, 1, task_col="task", success_col="ok") == pytest.approx(0.75)
+    floats = pd.DataFrame({"sample_id": ["a", "a", "b", "b"], "success": [1.0, float("nan"), 0.0, 1.0]})
+    assert mean_pass_hat_k(floats, 1) == pytest.approx(0.5)  # NaN (no result) is a failure, not a truthy float
