@@ -417,3 +417,24 @@ def test_mean_pass_hat_k_counts_a_missing_success_as_a_failure_and_reads_named_c
     assert mean_pass_hat_k(df, 1, task_col="task", success_col="ok") == pytest.approx(0.75)
     floats = pd.DataFrame({"sample_id": ["a", "a", "b", "b"], "success": [1.0, float("nan"), 0.0, 1.0]})
     assert mean_pass_hat_k(floats, 1) == pytest.approx(0.5)  # NaN (no result) is a failure, not a truthy float
+
+
+def test_a_flip_within_1e_12_of_the_observed_mean_counts_as_a_tie():
+    # Differences found by search so that a sign flip's |mean| lands exactly 1e-12 below the observed
+    # |mean| in floating point: the tolerance makes it "at least as extreme", so every flip counts (p = 1).
+    exact = np.array([2.5478467492858172, 9.999999999999394e-13])
+    assert paired_stats(exact)["p_value"] == 1.0
+    drawn = np.zeros(13)
+    drawn[:2] = [2.047286498801027, 6.499999999999758e-12]
+    assert paired_stats(drawn, n_boot=200)["p_value"] == 1.0
+
+
+def test_summary_defaults_and_explicit_cells():
+    df = _cells()
+    assert summarize(df).equals(summarize(df, n_boot=2000, infra="failure", phase="eval", scale=100.0))
+    values = np.random.default_rng(3).uniform(0, 1, 15)
+    cont = _rows([{"seed": i // 5, "sample_id": str(i % 5), "value": v} for i, v in enumerate(values)])
+    assert summarize(cont).iloc[0]["ci_low"] == summarize(cont, n_boot=2000).iloc[0]["ci_low"]
+    assert summarize(cont).iloc[0]["ci_low"] != summarize(cont, n_boot=2001).iloc[0]["ci_low"]
+    by_memory = summarize(df, by=["memory"], n_boot=20)
+    assert list(by_memory.columns[:2]) == ["memory", "mean"] and "model" not in by_memory.columns
