@@ -140,6 +140,13 @@ def test_call_score_is_the_mean_over_predicted_arguments():
     assert call_score({"size": "Small"}, {"city": "Paris"}, TOOL) == 0.0  # a required argument is missing
 
 
+def test_a_parameter_without_description_names_no_value():
+    tool = {"function": {"name": "f", "parameters": {"properties": {"a": STR, "b": {"type": "string"}}}}}
+    assert call_score({"a": "x", "b": None}, {"a": "x"}, tool) == 0.5
+    assert call_score({"a": "x", "b": "xx"}, {"a": "x"}, tool) == 0.5
+    assert call_score({"a": "x", "b": ""}, {"a": "x"}, tool) == 1.0  # "" is in every description
+
+
 def test_calls_with_nothing_to_compare():
     bare = {"function": {"name": "now", "parameters": {"type": "object"}}}
     assert call_score({}, {}, bare) == 1.0
@@ -201,7 +208,7 @@ def test_the_threshold_is_inclusive_at_seven_tenths():
 
 def test_calls_that_do_not_pair_raise():
     gold = _gold(("book", {"city": "Paris"}))
-    with pytest.raises(ArgumentCheckError, match="different numbers of tools"):
+    with pytest.raises(ArgumentCheckError, match=r"^predicted and golden calls name different numbers of tools$"):
         mission_arguments_ok(gold, [], [TOOL])
     with pytest.raises(ArgumentCheckError, match=r"^calls of book do not pair with the golden ones$"):
         mission_arguments_ok(gold, _pred(("book", {"city": "Paris"}), ("book", {"city": "Paris"})), [TOOL])
