@@ -6,6 +6,9 @@ slow test that checks the real scorer."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +22,8 @@ from aecg_bench.benchmarks.mmtb.arguments import (
     mission_arguments_ok,
     value_score,
 )
-from aecg_bench.benchmarks.mmtb.metrics import summary
+from aecg_bench.benchmarks.mmtb.graph import Walk, all_paths
+from aecg_bench.benchmarks.mmtb.metrics import multi_tool_kind, summary
 
 
 @pytest.fixture(autouse=True)
@@ -261,3 +265,104 @@ def test_summary_rates_by_hand():
     assert (out["parallel"], out["serial_parallel"], out["serial"]) == (1.0, 1.0, 0.0)
     assert out["optimal_path"] == 0.5  # parallel + serial_parallel missions: one succeeded optimally
     assert out["accomplished_progress"] == pytest.approx(5 / 7)  # serial + serial_parallel steps over nodes
+
+
+# --- the decision tree -------------------------------------------------------------------------------
+
+ORIGINAL_PATHS = json.loads((Path(__file__).parent / "data" / "mmtb_original_paths.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", ORIGINAL_PATHS["cases"], ids=lambda c: f"{c['names']}-{c['deps']}")
+def test_paths_equal_the_originals_on_random_graphs(case):
+    """Every path, in the original's order, as MMTB's ToolCallGraph enumerates it (tests/data: its output)."""
+    assert all_paths(list(case["names"]), case["deps"]) == case["paths"]
+
+
+def _nodes(names: str, deps: list[list[int]], *, answer: bool = False) -> list[dict]:
+    nodes = [
+        {"idx": i, "action": {"name": n, "arguments": {}}, "observation": n.upper(), "dependency_list": d}
+        for i, (n, d) in enumerate(zip(names, deps, strict=True))
+    ]
+    if answer:
+        nodes.append(
+            {
+                "idx": len(nodes),
+                "action": {"name": "prepare_to_answer", "arguments": {}},
+                "observation": "done",
+                "dependency_list": list(range(len(nodes))),
+            }
+        )
+    return nodes
+
+
+def test_a_parallel_step_matches_by_name_and_returns_nodes_in_name_order():
+    walk = Walk(_nodes("ba", [[], []], answer=True))
+    nodes = walk.tool_step(["b", "a"])
+    assert [n["action"]["name"] for n in nodes] == ["a", "b"] and walk.step == 1
+    assert walk.options() == [[2]]
+    assert walk.text_step()["observation"] == "done" and walk.label == "correct" and walk.optimal
+
+
+def test_a_walk_past_the_end_of_every_path_is_an_error_not_a_crash():
+    walk = Walk(_nodes("a", [[]]))  # no answer node: the path ends after its tool step
+    assert walk.tool_step(["a"]) is not None
+    assert walk.options() == []
+    assert walk.text_step() is None and walk.label == "error"
+    again = Walk(_nodes("a", [[]]))
+    again.tool_step(["a"])
+    assert again.tool_step(["a"]) is None and again.label == "error"
+
+
+def test_a_wrong_call_is_an_error_label():
+    walk = Walk(_nodes("ab", [[], [0]], answer=True))
+    assert walk.tool_step(["b"]) is None and walk.label == "error"
+
+
+def test_nodes_without_dependencies_and_graphs_without_paths():
+    bare = [{"idx": 0, "action": {"name": "a", "arguments": {}}, "observation": 1}]
+    assert Walk(bare).paths == [[[0]]] and Walk(bare).min_length == 1
+    assert multi_tool_kind(bare + bare) == "combine"
+    cyclic = [{"action": {"name": "a"}, "dependency_list": [1]}, {"action": {"name": "b"}, "dependency_list": [0]}]
+    walk = Walk(cyclic)
+    assert walk.paths == [] and walk.min_length == 0 and not walk.optimal
+
+
+def test_multi_tool_kind_skips_ask_and_answer_nodes_wherever_they_are():
+    nodes = [
+        {"idx": 0, "action": {"name": "ask_user_for_required_parameters"}, "dependency_list": []},
+        {"idx": 1, "action": {"name": "a"}, "dependency_list": [0]},
+        {"idx": 2, "action": {"name": "b"}, "dependency_list": [0]},
+        {"idx": 3, "action": {"name": "prepare_to_answer"}, "dependency_list": [1, 2]},
+    ]
+    assert multi_tool_kind(nodes) == "combine"
+
+
+# --- pairing of calls (checked against the original's check_every_function_arguments) ------------------
+
+
+def test_ties_pair_with_the_first_golden_call_and_each_golden_call_pairs_once():
+    gold = _gold(("book", {"city": "Paris", "n": 2}), ("book", {"city": "Paris", "n": 3}))
+    # the first prediction ties (0.5) with both and takes the first; the second is left with n=3 -> 0.5
+    assert not mission_arguments_ok(
+        gold, _pred(("book", {"city": "Paris", "n": 9}), ("book", {"city": "Paris", "n": 2})), [TOOL]
+    )
+    twice = _gold(("book", {"city": "Paris"}), ("book", {"city": "Rome"}))
+    assert not mission_arguments_ok(twice, _pred(("book", {"city": "Paris"}), ("book", {"city": "Paris"})), [TOOL])
+
+
+def test_a_golden_call_without_arguments_compares_as_empty():
+    # Our choice: the original reads answer["arguments"] and stops with a KeyError (its golden actions carry
+    # arguments); here a missing key is an empty golden call, so only the predicted values' descriptions count.
+    gold = [{"action": {"name": "book"}}]
+    assert not mission_arguments_ok(gold, _pred(("book", {"city": "Paris"})), [TOOL])  # 0: not described
+    assert mission_arguments_ok(gold, _pred(("book", {"city": "null"})), [TOOL])  # "null" is in its description
+
+
+def test_argument_errors_name_the_problem():
+    long = "{" + "x" * 100
+    with pytest.raises(ArgumentCheckError) as err:
+        call_score(long, {}, TOOL)
+    assert str(err.value) == f"arguments are not JSON: {long[:80]!r}"
+    free = {"function": {"name": "f", "parameters": {"properties": {"a": STR}}}}
+    with pytest.raises(ArgumentCheckError, match=r"^no predicted arguments against a golden call with arguments$"):
+        call_score({}, {"a": "x"}, free)
