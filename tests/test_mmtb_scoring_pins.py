@@ -366,3 +366,22 @@ def test_argument_errors_name_the_problem():
     free = {"function": {"name": "f", "parameters": {"properties": {"a": STR}}}}
     with pytest.raises(ArgumentCheckError, match=r"^no predicted arguments against a golden call with arguments$"):
         call_score({}, {"a": "x"}, free)
+
+
+def test_array_items_pair_by_their_json_with_sorted_keys():
+    objs = {"type": "array", "items": {"type": "object", "properties": {"a": NUM, "b": NUM}}}
+    shuffled = [{"b": 1, "a": 1}, {"a": 2, "b": 0}]  # key order differs between the items
+    plain = [{"a": 2, "b": 0}, {"a": 1, "b": 1}]  # and the list order from the other side's
+    assert value_score(shuffled, plain, objs) == 1.0
+    assert value_score(plain, shuffled, objs) == 1.0
+
+
+def test_array_item_schemas_are_read_from_items_and_their_properties():
+    cities = {"type": "array", "items": {"type": "object", "properties": {"k": STR}}}
+    assert value_score([{"k": "Paris"}], [{"k": "paris"}], cities) == 1.0
+    # as the original: string items under a schema with "properties" are checked against that map (no type)
+    odd = {"type": "array", "items": {"type": "string", "properties": {}}}
+    with pytest.raises(ArgumentCheckError, match="has no type"):
+        value_score(["a"], ["b"], odd)
+    nested = {"items": {"properties": {"n": NUM, "m": NUM}}}
+    assert value_score({"n": 1, "m": 1}, {"n": 1, "m": 2}, nested) == 0.5
