@@ -385,3 +385,14 @@ def test_array_item_schemas_are_read_from_items_and_their_properties():
         value_score(["a"], ["b"], odd)
     nested = {"items": {"properties": {"n": NUM, "m": NUM}}}
     assert value_score({"n": 1, "m": 1}, {"n": 1, "m": 2}, nested) == 0.5
+
+
+def test_a_tie_above_the_threshold_takes_the_first_golden_call():
+    # Both golden calls score 0.75 for the first prediction: it takes the first (n=2), leaving n=3 to the
+    # second prediction, which then scores 0.5. Taking the last tied one would let both pass. (The original
+    # answers False here too.)
+    tool = {"function": {"name": "t", "parameters": {"type": "object", "properties": {k: NUM for k in "abcn"}}}}
+    gold = _gold(("t", {"a": 1, "b": 1, "c": 1, "n": 2}), ("t", {"a": 1, "b": 1, "c": 1, "n": 3}))
+    pred = _pred(("t", {"a": 1, "b": 1, "c": 1, "n": 9}), ("t", {"a": 1, "b": 1, "c": 9, "n": 2}))
+    assert not mission_arguments_ok(gold, pred, [tool])
+    assert mission_arguments_ok(gold, pred[::-1][:1] + pred[:1], [tool])  # the other order pairs n=2 first
