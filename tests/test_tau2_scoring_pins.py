@@ -332,3 +332,50 @@ def test_plain_scenario_without_persona_or_optional_info_renders_only_what_it_ha
 
 def test_history_messages_default_to_the_assistant():
     assert HistoryMessage(role="tool").requestor == "assistant"
+
+
+# --- the world the reward reads ----------------------------------------------------------------------------
+
+
+class _SyncSpy:
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, object]] = []
+
+    def __call__(self, agent, user) -> None:
+        self.calls.append((agent, user))
+
+
+def test_a_world_without_a_user_side_refuses_it_by_name():
+    world = _world()
+    assert world.kit("assistant") is world.agent
+    for side in ("user", "robot"):
+        with pytest.raises(ValueError, match=rf"^no '{side}' side in this domain$"):
+            world.kit(side)
+    assert world.user_db_hash() is None
+
+
+def test_both_sides_sync_after_each_call_and_function_but_not_after_a_gold_replay_call():
+    agent, user, spy = _world().agent, _world().agent, _SyncSpy()
+    world = World(agent, user, spy)
+    assert world.kit("user") is user
+    world.make_tool_call("create_task", {"user_id": "u2", "title": "x"})  # tau2 replays gold actions unsynced
+    assert spy.calls == [] and "task_2" in agent.db.tasks and "task_2" not in user.db.tasks
+    ok = world.call("update_task_status", DONE["arguments"])
+    assert (ok.error, spy.calls) == (False, [(agent, user)])
+    assert '"status": "completed"' in ok.content
+    world.call("create_task", {"user_id": "u1", "title": "y"}, "user")
+    assert "task_2" in user.db.tasks and len(spy.calls) == 2
+    assert world.run_function("user", "assert_number_of_tasks", {"user_id": "u1", "expected_number": 2}) is True
+    assert len(spy.calls) == 3
+    assert world.user_db_hash() == user.db_hash() != world.db_hash() == agent.db_hash()
+    World(agent, None, spy).sync()  # no user side: nothing to sync
+    assert len(spy.calls) == 3
+
+
+def test_a_failing_call_is_an_error_message_and_does_not_sync():
+    spy = _SyncSpy()
+    world = World(_world().agent, _world().agent, spy)
+    bad = world.call("update_task_status", {"task_id": "nope", "status": "completed"})
+    assert (bad.content, bad.error) == ("Error: Task nope not found", True) and spy.calls == []
+    text = world.call("get_users", {})
+    assert text.error is False and text.content.startswith('[{"user_id": "u1"')
