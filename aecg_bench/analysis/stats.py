@@ -115,7 +115,10 @@ def summarize(
         seed_means = per_seed.mean()
         groups = [g.to_numpy(dtype=float) for _, g in per_seed]
         lo, hi = bootstrap_ci(groups, n_boot=n_boot)
-        expected = raw.groupby("seed")["n_eval_expected"].first().sum() if "n_eval_expected" in raw else len(raw)
+        expected = len(raw)
+        if "n_eval_expected" in raw:  # a run whose header has no n_eval expects the rows it has
+            seeds = raw.groupby("seed")
+            expected = int(seeds["n_eval_expected"].first().fillna(seeds.size()).sum())
         statuses = raw["status"].value_counts()
         rows.append(
             {
@@ -126,7 +129,7 @@ def summarize(
                 "ci_high": hi * scale,
                 "n_seeds": int(seed_means.size),
                 "n_samples": len(cell),
-                "n_expected": int(expected) if expected == expected else len(raw),
+                "n_expected": expected,
                 "n_infra_error": int(statuses.get(Status.INFRA_ERROR, 0)),
                 "n_model_error": int(statuses.get(Status.MODEL_ERROR, 0)),
                 "n_limit_exceeded": int(statuses.get(Status.LIMIT_EXCEEDED, 0)),
