@@ -7,6 +7,8 @@ docs/memory/aecg.md).
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from aecg_bench.aecg.objects import Fixture, SkillContent
@@ -21,8 +23,10 @@ from aecg_bench.aecg.replay import (
     GateResult,
     decision_messages,
     gate,
+    held_out,
     replay_fixture,
     same_decision,
+    split,
 )
 
 
@@ -179,3 +183,40 @@ def test_regression_over_the_tolerance_isolates_and_no_supported_success_cannot_
     # the parent itself no longer succeeds: nothing supported, so a regression rate of 0
     g = gate([r(FAILURE, False, True), r(SUCCESS, False, False)], ReplayParams(max_regression=0.0))
     assert g.decision == ACTIVATE and (g.supported, g.regressed) == (0, 0)
+
+
+def test_results_and_gates_serialise_every_field():
+    assert r(FAILURE, False, True).to_dict() == {
+        "task_id": "t",
+        "kind": "failure",
+        "parent_pass": False,
+        "candidate_pass": True,
+        "how": "replayed",
+        "note": "",
+    }
+    assert GateResult(MONITOR, "why", 1, 2, 3, 4).to_dict() == {
+        "decision": "monitor",
+        "reason": "why",
+        "reproduced": 1,
+        "mitigated": 2,
+        "supported": 3,
+        "regressed": 4,
+    }
+
+
+# -- the held-out split ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.8])
+def test_about_the_held_out_fraction_of_fixtures_goes_to_replay(fraction):
+    """The split is a uniform hash in [0, 1): over 400 fixtures the held-out share is near `fraction`."""
+    fixtures = [fixture(f"task{i}") for i in range(400)]
+    _, held = split(fixtures, FAILURE, "0:s1", fraction)
+    assert abs(len(held) / 400 - fraction) < 0.08
+
+
+def test_a_fixtures_side_is_the_documented_hash_of_seed_lineage_kind_and_task():
+    f = fixture("task-7")
+    digest = hashlib.sha256(b"0:s1:success:task-7").digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    assert held_out(f, SUCCESS, "0:s1", u + 1e-9) and not held_out(f, SUCCESS, "0:s1", u - 1e-9)
