@@ -95,6 +95,7 @@ def test_a_reviewed_skill_waits_exactly_cooldown_events_before_it_can_be_reviewe
     use(mem, sid, "again2", False, observation=LONG)  # the third new event ends the cooldown
     mem.maintain(3)
     assert [e["skill"] for e in events(mem, "review")] == [sid, sid] and mem.store.counters.reviews == 2
+    assert mem.store.counters.isolations == 2  # counted per isolation
     assert events(mem, "review")[-1]["round"] == 3
 
 
@@ -170,6 +171,7 @@ def test_a_monitored_candidate_is_replayed_again_under_its_own_route():
     second = events(mem, "review")[1]
     assert (second["route"], second["route_reason"]) == ("repair", "replaying the monitored candidate")
     assert events(mem, "replay")[1]["route"] == "repair"
+    assert mem.store.counters.monitored == 2  # monitored again, counted again
 
 
 def test_failures_without_a_diagnosis_change_nothing_and_say_why():
@@ -230,7 +232,13 @@ def test_without_the_replay_gate_the_activation_records_a_gate_that_replayed_not
         "supported": 0,
         "regressed": 0,
     }
-    assert mem.store.skills[sid].status == SUPERSEDED
+    parent = mem.store.skills[sid]
+    assert parent.status == SUPERSEDED
+    # nothing was shown mitigated, so the candidate inherits all of the parent's failures
+    pos, neg = B.evidence(parent.belief.slow, mem.prior)
+    new = events(mem, "activation")[0]["skill"]
+    expected = B.inherit(pos, neg, mem.p.formation.inherit_fraction, mem.prior, mem.p.beliefs.window)
+    assert neg > 0 and mem.store.skills[new].belief == expected
 
 
 def test_a_review_is_counted_and_audited_with_its_inputs():
@@ -338,3 +346,85 @@ def query_team():
 
     task = Task(id="q", benchmark="hand", instruction="Sort the numbers in the list.", task_type="sort")
     return RecallQuery(task=task, level="team", agent="team-agent", role="planner", context="The list is unsorted.")
+
+
+def test_skills_of_two_scopes_are_reviewed_in_one_round_under_a_budget_of_two_and_each_activation_counts():
+    mem = make_memory({"triage": {"budget": 2}})
+    team, agent = grow_skill(mem, "team"), grow_skill(mem, "agent")
+    for sid, level in ((team, "team"), (agent, "agent")):
+        for i in range(8):
+            mem.observe(episode(f"{level}-good{i}", [("t0", level, (), (sid,), "split the list in halves")], True))
+        for i in range(6):
+            nodes = [("t0", level, (), (sid,), "split the list in halves")]
+            mem.observe(episode(f"{level}-bad{i}", nodes, False, observation=LONG))
+    mem.maintain(1)
+    assert sorted(events(mem, "review_round")[0]["selected"]) == sorted([team, agent])
+    assert {e["parent"] for e in events(mem, "activation")} == {team, agent}
+    assert mem.store.counters.activations == 2 and mem.store.counters.reviews == 2
+
+
+def test_a_partly_mitigating_candidate_keeps_the_unmitigated_share_of_the_parents_failures():
+    from aecg_bench.aecg import governance
+
+    mem = make_memory({"replay": {"enabled": False}})
+    sid = grow_skill(mem)
+    degrade(mem, sid)
+    plan = governance.plan_round(mem, 1)  # a candidate, not yet committed
+    parent = mem.store.skills[sid]
+    review = plan.reviews[0]
+    review.gate = replay.GateResult(replay.ACTIVATE, "partly", 4, 1, 1, 0)  # 1 of 4 mitigated
+    governance.commit_round(mem, plan)
+    new = events(mem, "activation")[0]["skill"]
+    pos, neg = B.evidence(parent.belief.slow, mem.prior)
+    expected = B.inherit(pos, neg * 0.75, mem.p.formation.inherit_fraction, mem.prior, mem.p.beliefs.window)
+    assert mem.store.skills[new].belief == expected
+
+
+def test_a_round_is_audited_with_its_order_budget_candidates_and_selection():
+    from aecg_bench.aecg.drift import belief_drift
+
+    mem = make_memory(policy="aecg_pins_useless_repair")  # isolated: the parent and its belief stay
+    sid = grow_skill(mem)
+    degrade(mem, sid)
+    mem.maintain(4)
+    skill = mem.store.skills[sid]
+    (rnd,) = events(mem, "review_round")
+    drift = belief_drift(skill.belief, mem.p.beliefs, mem.p.drift, f"0:{sid}")  # seeded by run seed and version
+    assert body(rnd) == {
+        "event": "review_round",
+        "round": 4,
+        "order": "exposure",
+        "budget": 1,
+        "active_skills": 1,
+        "qualified": [
+            {
+                "skill": sid,
+                "drift": round(drift.score, 6),
+                "exposure": round(sum(skill.exposure), 6),
+                "severity": round(drift.score * sum(skill.exposure), 6),
+                "qualified": True,
+                "drift_detail": drift.to_dict(),
+            }
+        ],
+        "selected": [sid],
+    }
+
+
+def test_random_review_draws_a_seeded_shuffle_per_round():
+    from aecg_bench.aecg import governance, triage
+
+    mem = make_memory({"triage": {"order": "random"}})
+    team, agent = grow_skill(mem, "team"), grow_skill(mem, "agent")
+    for sid, level in ((team, "team"), (agent, "agent")):
+        for i in range(8):
+            mem.observe(episode(f"{level}-good{i}", [("t0", level, (), (sid,), "split the list in halves")], True))
+        for i in range(6):
+            nodes = [("t0", level, (), (sid,), "split the list in halves")]
+            mem.observe(episode(f"{level}-bad{i}", nodes, False, observation=LONG))
+    picked = []
+    for r in range(1, 9):
+        plan = governance.plan_round(mem, r)  # read-only: the same skills every round
+        cands = [c for c, _ in plan.scored]
+        assert plan.selected == [c.skill_id for c in triage.select(cands, 1, "random", f"0:review:{r}")]
+        picked.append(plan.selected[0])
+    assert set(picked) == {team, agent}  # the draw differs between rounds
