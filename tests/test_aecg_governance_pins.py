@@ -18,6 +18,7 @@ from aecg_bench.aecg import beliefs as B
 from aecg_bench.aecg import prompts, replay
 from aecg_bench.aecg.mock_policy import mock_policy
 from aecg_bench.aecg.objects import ACTIVE, ISOLATED, MONITORED, SUPERSEDED, to_dict
+from aecg_bench.aecg.store import Store
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import ContextLimitError
 
@@ -318,6 +319,10 @@ def test_an_isolated_candidate_is_counted_and_audited_and_the_parent_keeps_no_pe
         "parent_stays_active": True,
     }
     assert mem.store.skills[cand].status == ISOLATED and mem.store.skills[sid].pending_candidate is None
+    # an isolated candidate keeps the parent's belief as it was proposed, and the store round-trips
+    assert mem.store.skills[cand].belief == mem.store.skills[sid].belief
+    restored = Store.from_dict(json.loads(json.dumps(mem.store.to_dict())))
+    assert restored.skills[cand].belief == mem.store.skills[sid].belief
     assert mem.store.counters.isolations == 1 and mem.store.counters.activations == 0
     assert cand not in [i.id for i in mem.recall(query_team())]
 
