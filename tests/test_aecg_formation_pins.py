@@ -130,7 +130,7 @@ def test_neighbours_are_same_scope_memories_above_the_similarity_floor_and_never
     mem = make_memory({"formation": {"neighbours": 1, "neighbour_min_similarity": 0.0, "min_support": 3}})
     succeed(mem, "a")
     succeed(mem, "m", "merge sort", instruction="Merge sorted runs.")
-    other = [m for m in mem.store.memories if m != "m1"][0]
+    other = next(m for m in mem.store.memories if m != "m1")
     succeed(mem, "b")
     succeed(mem, "c")  # m1 reaches support 3: queued
     succeed(mem, "d", "reverse it", instruction="Reverse the list.")  # promoted now
