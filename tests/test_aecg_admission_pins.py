@@ -372,3 +372,22 @@ def test_hard_coding_is_a_new_verbatim_n_gram_or_task_id_of_a_bad_case():
     # a task id the parent already names is not new either
     named = content(avoidance=["unlike task-17"])
     assert hardcoded(["for task-17 do this"], named, bad, 6) is None
+
+
+def test_a_narrowing_reply_need_not_say_it_does_not_abstain_and_its_terms_and_text_are_bounded():
+    reply = json.dumps(
+        {"predicate": {"all_of": ["north", "east", "south", "west"], "none_of": ["left"]}, "applicability": "a" * 700}
+    )
+    new, _ = parse_narrowing(reply, content(), 3)
+    assert new is not None  # no "abstain" key: a proposal
+    # three new all_of terms fill the bound; none_of gets no room
+    assert new.predicate == Predicate(all_of=["walk", "north", "east", "south"], none_of=["left"])
+    assert new.applicability == "a" * 600
+
+
+def test_hard_coding_is_found_across_proposal_lines_and_only_for_full_n_grams():
+    bad = [fixture()]  # words: walk to the target cell you are at cell 3 the target is cell 9 stop
+    parent = content(procedure=["move toward the target"], avoidance=[])
+    assert hardcoded(["you are at", "cell 3 the"], parent, bad, 6) is not None  # six words over two lines
+    assert hardcoded(["so target is cell 9 stop"], parent, bad, 6) is None  # the last five words only
+    assert hardcoded(["then stop"], parent, bad, 6) is None  # the last word only
