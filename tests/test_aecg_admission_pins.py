@@ -391,3 +391,21 @@ def test_hard_coding_is_found_across_proposal_lines_and_only_for_full_n_grams():
     assert hardcoded(["you are at", "cell 3 the"], parent, bad, 6) is not None  # six words over two lines
     assert hardcoded(["so target is cell 9 stop"], parent, bad, 6) is None  # the last five words only
     assert hardcoded(["then stop"], parent, bad, 6) is None  # the last word only
+
+
+def test_a_verdict_need_not_say_it_does_not_abstain_and_its_text_fields_are_bounded():
+    text = json.dumps({"skill_id": "s1.v1", "scope": "x" * 30, "confidence": 0.9})
+    j = parse_judgement(text, 0, SCOPES)
+    assert not j.abstain and j.scope == "x" * 20
+    long_id = parse_judgement(verdict(skill_id="z" * 100), 0, SCOPES)
+    assert long_id.abstain and long_id.reason == f"named no recalled object ({'z' * 80!r})"
+
+
+def test_an_exact_id_wins_over_a_case_insensitive_match():
+    scopes = {"M1": "team", "m1": "agent"}
+    assert parse_judgement(verdict(skill_id="M1"), 0, scopes).skill_id == "M1"
+
+
+def test_a_refused_scope_keeps_the_mean_and_no_failure_mode():
+    att = decide([judged(0, scope="agent"), judged(1, scope="agent", confidence=0.7)], SCOPES, 0.7)
+    assert (att.admitted, att.failure_mode) == (None, "unclear") and att.mean_confidence == pytest.approx(0.8)
