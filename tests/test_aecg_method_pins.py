@@ -15,6 +15,9 @@ from aecg_fixtures import episode, events, make_memory
 
 from aecg_bench.aecg.objects import to_dict
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm import LLMClient, ModelSpec
+from aecg_bench.llm.cache import ResponseCache
+from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.types import Outcome, RecallQuery, Task
 
 SPLIT = "split the list in halves"
@@ -289,3 +292,78 @@ def test_stats_report_every_counter():
         "cross_scope_use_rate": 0.0,
     }
     assert c.promotions == 1 and s["memories"] == 1.0
+
+
+# -- the judges' calls ------------------------------------------------------------------------------
+
+JUDGE_CALLS: list[dict] = []
+
+
+def second_judge_abstains(request, spec):
+    """The judge model: the scripted verdict first, then an abstention (a different answer per call)."""
+    from aecg_bench.aecg.mock_policy import mock_policy
+
+    JUDGE_CALLS.append(dict(request.params))
+    if len(JUDGE_CALLS) % 2 == 0:
+        return '{"abstain": true, "alternatives_considered": "second thoughts"}'
+    return mock_policy(request, spec)
+
+
+register_mock_policy("aecg_pins_second_judge_abstains", second_judge_abstains)
+
+
+def test_two_judges_are_two_calls_on_the_judge_role_with_their_own_sample_and_temperature(tmp_path):
+    """Each judge is its own sample (sample index 0 and 1): with a response cache the second judge is not
+    served the first one's verdict."""
+    JUDGE_CALLS.clear()
+    memory_side = ModelSpec(label="memory", provider="mock", model="mock/m", options={"policy": "aecg_oracle"})
+    judge = ModelSpec(
+        label="judge", provider="mock", model="mock/j", options={"policy": "aecg_pins_second_judge_abstains"}
+    )
+    client = LLMClient(
+        {"memory": memory_side, "judge": judge},
+        {"default": "memory", "judge": "judge"},
+        ResponseCache(tmp_path / "cache.sqlite", "read_write"),
+    )
+    mem = make_memory({"admission": {"judge_temperature": 0.3}}, llm=client)
+    sid = grow_skill(mem)
+    mem.observe(episode("f", [("t0", "team", (), (sid,), SPLIT)], False))
+    assert len(JUDGE_CALLS) == 2 and all(p["temperature"] == 0.3 for p in JUDGE_CALLS)
+    (bc,) = mem.store.badcases.values()
+    assert [j.judge for j in bc.judgements] == [0, 1]
+    assert not bc.judgements[0].abstain and bc.judgements[1].abstain
+    assert bc.status == "unresolved" and bc.reason == "judge 1 abstained (judge abstained: second thoughts)"
+
+
+def test_symmetric_admission_marks_the_badcase_symmetric():
+    mem = make_memory({"admission": {"mode": "symmetric"}}, judge_abstain=True)
+    sid = grow_skill(mem)
+    mem.observe(episode("f", [("t0", "team", (), (sid,), SPLIT)], False))
+    (bc,) = mem.store.badcases.values()
+    assert (bc.status, bc.blamed) == ("symmetric", [sid])
+    assert bc.reason.startswith("symmetric admission: every recalled object (judges: judge 0 abstained")
+
+
+def test_recall_matches_a_predicate_on_the_task_level_role_and_agent_of_the_decision():
+    mem = make_memory()
+    sid = grow_skill(mem)
+    mem.store.skills[sid].content.predicate.all_of.extend(["numbers", "level team", "role navigator", "agent captain"])
+    task = Task(id="q", benchmark="hand", instruction="Sort the numbers in the list.", task_type="sort")
+    q = RecallQuery(task=task, level="team", agent="captain", role="navigator", context="The list is unsorted.")
+    assert sid in [i.id for i in mem.recall(q)]
+    far = Task(id="q", benchmark="hand", instruction="Sort the list. " + "x " * 400 + "numbers", task_type="sort")
+    q_far = RecallQuery(task=far, level="team", agent="captain", role="navigator", context="The list is unsorted.")
+    assert sid not in [i.id for i in mem.recall(q_far)]  # the instruction is clipped as fixtures clip it
+
+
+def test_a_round_carries_its_index_into_the_audit():
+    mem = make_memory()
+    sid = grow_skill(mem)
+    for i in range(8):
+        mem.observe(episode(f"good{i}", [("t0", "team", (), (sid,), SPLIT)], True))
+    for i in range(6):
+        mem.observe(
+            episode(f"bad{i}", [("t0", "team", (), (sid,), SPLIT)], False, observation="The list is long and unsorted.")
+        )
+    mem.maintain(7)
+    assert events(mem, "review_round")[-1]["round"] == 7 and events(mem, "review")[-1]["round"] == 7
