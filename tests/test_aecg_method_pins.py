@@ -9,6 +9,7 @@ memory once, and the counters `stats()` reports (AECG sec. 3.2-3.3, Alg. 1).
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
 from aecg_fixtures import episode, events, make_memory
@@ -127,6 +128,7 @@ def test_a_success_credits_recalled_memories_and_skills_with_audited_belief_upda
     pos, support = m.pos, m.support
     skill = mem.store.skills[sid]
     slow = skill.belief.slow
+    before = to_dict(skill.belief)
     ep = episode("ok", [("t0", "team", (), (sid, other), SPLIT)], True)
     ep = dataclasses.replace(ep, outcome=Outcome(success=True, value=0.5))
     mem.observe(ep)
@@ -138,8 +140,10 @@ def test_a_success_credits_recalled_memories_and_skills_with_audited_belief_upda
     assert (upd["success"], upd["weight"], upd["task"]) == (True, 0.25, "ok")
     supd = [e for e in events(mem, "belief_update") if e.get("skill") == sid][-1]
     assert (supd["lineage"], supd["weight"], supd["after"]) == (skill.lineage, 0.25, to_dict(skill.belief))
+    assert (supd["before"], supd["success"], supd["task"]) == (before, True, "ok")
     adm = events(mem, "admit_success")[-1]
     assert adm["confidence"] == 0.5 and adm["credit"] == {sid: 0.25, other: 0.25}
+    assert adm["task"] == "ok" and adm["families"] == {sid: skill.family, other: m.family}
     assert skill.success_fixtures[-1].task_id == "ok"
 
 
@@ -157,6 +161,8 @@ def test_a_near_duplicate_success_supports_the_memory_once_per_task_and_is_audit
     (mid,) = mem.store.memories
     created = events(mem, "memory_created")[-1]
     assert (created["memory"], created["level"], created["task"], created["pos"]) == (mid, "team", "a", 1.0)
+    assert created["text"] == mem.store.memories[mid].text and "Level: team;" in created["text"]
+    assert mem.store.memories[mid].family == mid  # a new memory starts its own provenance family
     # the same success twice in one task (two team decisions): one unit of support
     mem.observe(episode("b", [("t0", "team", (), (), SPLIT), ("t1", "team", ("t0",), (), SPLIT)], True))
     m = mem.store.memories[mid]
@@ -239,6 +245,9 @@ def test_a_failed_memory_gets_negative_evidence_and_no_support():
         "support": 1,
     }
     assert upd["badcase"] == mem.store.badcases[next(iter(mem.store.badcases))].id
+    assert upd["success"] is False and events(mem, "admit_failure")[-1]["memory"] == mid
+    mem.observe(episode("g", [("t0", "team", (), (mid,), SPLIT)], False))
+    assert m.neg == 2.0
 
 
 def test_judges_see_at_most_max_candidates_objects_most_used_first():
@@ -263,7 +272,7 @@ def test_judges_see_at_most_max_candidates_objects_most_used_first():
 def test_a_memory_without_an_llm_client_says_so():
     mem = make_memory()
     mem.services.llm = None
-    with pytest.raises(ConfigError, match="memory 'aecg' needs an LLM client"):
+    with pytest.raises(ConfigError, match=r"^memory 'aecg' needs an LLM client for its memory-side prompts$"):
         mem.complete([{"role": "user", "content": "x"}], "memory", "test")
 
 
@@ -329,6 +338,7 @@ def test_two_judges_are_two_calls_on_the_judge_role_with_their_own_sample_and_te
     sid = grow_skill(mem)
     mem.observe(episode("f", [("t0", "team", (), (sid,), SPLIT)], False))
     assert len(JUDGE_CALLS) == 2 and all(p["temperature"] == 0.3 for p in JUDGE_CALLS)
+    assert all(p["max_tokens"] == mem.p.memory_max_tokens for p in JUDGE_CALLS)
     (bc,) = mem.store.badcases.values()
     assert [j.judge for j in bc.judgements] == [0, 1]
     assert not bc.judgements[0].abstain and bc.judgements[1].abstain
@@ -367,3 +377,97 @@ def test_a_round_carries_its_index_into_the_audit():
         )
     mem.maintain(7)
     assert events(mem, "review_round")[-1]["round"] == 7 and events(mem, "review")[-1]["round"] == 7
+
+
+def test_a_near_duplicate_is_supported_with_its_similarity_to_four_places():
+    mem = make_memory({"formation": {"min_support": 9}})
+    mem.observe(episode("a", [("t0", "team", (), (), SPLIT)], True))
+    assert len(mem.store.memories) == 1
+    ep = episode("b", [("t0", "team", (), (), SPLIT)], True, instruction="Sort the numbers in the list, please.")
+    mem.observe(ep)
+    assert len(mem.store.memories) == 1
+    from aecg_bench.aecg import traces
+
+    text = traces.memory_text(ep, "team", list(ep.trajectory.decisions))
+    sim = mem.index.memories("team").ranked(mem.index.embed(text), 0.0, 1)[0][1]
+    assert 0.9 <= sim < 1.0 and round(sim, 4) != round(sim, 5)
+    assert events(mem, "memory_supported")[-1]["similarity"] == round(sim, 4)
+
+
+def test_one_task_supports_an_existing_memory_once_when_flat_scope_pools_its_levels():
+    mem = make_memory({"scope": {"mode": "flat"}, "formation": {"min_support": 9}})
+    nodes = [("t0", "team", (), (), SPLIT), ("a1", "agent", ("t0",), (), SPLIT)]
+    mem.observe(episode("a", nodes, True))
+    before = {m.id: m.support for m in mem.store.memories.values()}
+    mem.observe(episode("b", nodes, True))
+    after = {m.id: m.support for m in mem.store.memories.values()}
+    assert all(after[i] == before[i] + 1 for i in before if i in after and after[i] != before[i])
+    assert sum(after.values()) - sum(before.values()) <= len(before)
+    assert max(after[i] - before[i] for i in before) == 1
+
+
+def test_a_recalled_memory_that_a_success_makes_eligible_is_queued_for_promotion():
+    mem = make_memory()
+    mem.observe(episode("m", [("t0", "team", (), (), "merge sort")], True, instruction="Merge sorted runs."))
+    (merge,) = mem.store.memories
+    mem.observe(episode("a", [("t0", "team", (), (merge,), SPLIT)], True))  # a different memory is created
+    assert len(mem.store.memories) == 2 and mem.store.memories[merge].support == 2
+    assert merge in mem.store.pending_promotions
+
+
+def test_memory_side_calls_are_accounted_under_the_memory_role():
+    from aecg_bench.llm.usage import UsageMeter
+
+    meter = UsageMeter()
+    spec = ModelSpec(label="mock", provider="mock", model="mock/m", options={"policy": "aecg_oracle"})
+    mem = make_memory(llm=LLMClient({"mock": spec}, {"default": "mock"}, meters=[meter]))
+    grow_skill(mem)
+    assert set(meter.by_role()) == {"memory"} and meter.by_role()["memory"]["calls"] >= 1
+
+
+def too_long(what: str):
+    def policy(request, spec):
+        from aecg_bench.aecg import prompts
+        from aecg_bench.aecg.mock_policy import mock_policy
+        from aecg_bench.llm.providers import ContextLimitError
+
+        kind = prompts.kind_of(request.messages)
+        replayed = kind is None and "making a team-level decision" in str(request.messages)
+        if (what == "judge" and kind == prompts.FAILURE_ATTRIBUTION) or (what == "replay" and replayed):
+            raise ContextLimitError("prompt too long")
+        return mock_policy(request, spec)
+
+    return policy
+
+
+register_mock_policy("aecg_method_pins_too_long_judge", too_long("judge"))
+register_mock_policy("aecg_method_pins_too_long_replay", too_long("replay"))
+
+
+def test_a_judge_prompt_too_long_for_the_model_is_an_empty_reply_and_a_warning(caplog):
+    from aecg_bench.aecg import prompts
+
+    mem = make_memory(policy="aecg_method_pins_too_long_judge")
+    sid = grow_skill(mem)
+    with caplog.at_level(logging.WARNING, logger="aecg_bench.aecg"):
+        mem.observe(episode("f", [("t0", "team", (), (sid,), SPLIT)], False))
+    kind = prompts.FAILURE_ATTRIBUTION
+    assert f"aecg {kind} prompt exceeds the model's context; treated as no answer: prompt too long" in caplog.text
+    (bc,) = mem.store.badcases.values()
+    assert [j.reason for j in bc.judgements] == ["unparsable verdict", "unparsable verdict"]
+
+
+def test_a_replayed_decision_too_long_for_the_model_is_no_decision():
+    """No answer: the parent counts as repeating the recorded behaviour, the candidate passes nothing."""
+    mem = make_memory(policy="aecg_method_pins_too_long_replay")
+    sid = grow_skill(mem)
+    for i in range(8):
+        mem.observe(episode(f"good{i}", [("t0", "team", (), (sid,), SPLIT)], True))
+    for i in range(6):
+        nodes = [("t0", "team", (), (sid,), SPLIT)]
+        mem.observe(episode(f"bad{i}", nodes, False, observation="The list is long and unsorted."))
+    mem.maintain(1)
+    results = events(mem, "replay")[0]["results"]
+    assert results
+    for r in results:
+        assert r["candidate_pass"] is False and r["parent_pass"] is (r["kind"] == "success")
