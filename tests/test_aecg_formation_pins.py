@@ -218,3 +218,69 @@ def test_an_equivalent_skill_is_linked_and_counted():
     assert 0.85 <= link["similarity"] <= 1.0
     assert mem.store.counters.links == 1 and len(mem.store.skills) == 1
     assert seed.id not in [m for m, _ in mem.index.memories("team").ranked(mem.index.embed(seed.text), -1.0, 10)]
+
+
+def test_abstracted_text_fields_are_bounded():
+    reply = json.dumps(
+        {"name": "n" * 100, "applicability": "a" * 700, "procedure": ["p"], "evidence_summary": "e" * 500}
+    )
+    content, _ = parse_skill(reply)
+    assert content is not None
+    assert (content.name, content.applicability, content.evidence_summary) == ("n" * 80, "a" * 600, "e" * 400)
+
+
+def test_a_queued_seed_that_a_failure_made_ineligible_is_not_drafted():
+    """Two seeds queued, one drafted per update: a failure blames the waiting one before its turn."""
+    mem = make_memory({"formation": {"max_promotions_per_update": 1, "min_reliability": 0.65}})
+    nodes = [("t0", "team", (), (), SPLIT), ("a1", "agent", ("t0",), (), "merge")]
+    for t in ("a", "b"):
+        mem.observe(episode(t, nodes, True))
+    _, waiting = mem.store.pending_promotions
+    level = mem.store.memories[waiting].level  # the judges blame it: 3/5 < 0.65
+    mem.observe(episode("f", [("t0", level, (), (waiting,), SPLIT)], False))
+    assert mem.store.memories[waiting].neg > 0 and waiting in mem.store.pending_promotions
+    mem.maintain(0)
+    fails = [e for e in events(mem, "promotion_failed") if e["memory"] == waiting]
+    assert [e["reason"] for e in fails] == ["seed is no longer eligible"]
+    assert mem.store.memories[waiting].promotion_attempts == 0 and waiting not in mem.store.pending_promotions
+    assert not events(mem, "promotion_dropped")
+
+
+ABSTRACTIONS: list[tuple[str, str]] = []
+
+
+def recording_abstraction(request, spec):
+    """aecg_oracle; a seed worded with "integers" is abstracted with one more step (a near-equivalent skill)."""
+    reply = mock_policy(request, spec)
+    if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
+        seed = prompts.payload_of(request.messages)["seed"]
+        if "integers" in seed["text"]:
+            obj = json.loads(str(reply))
+            reply = json.dumps({**obj, "procedure": [*obj["procedure"], "then look"]})
+        ABSTRACTIONS.append((seed["id"], str(reply)))
+    return reply
+
+
+register_mock_policy("aecg_pins_recording_abstraction", recording_abstraction)
+
+
+def test_links_and_promotions_are_counted_each_time_and_a_link_is_audited():
+    ABSTRACTIONS.clear()
+    mem = make_memory(policy="aecg_pins_recording_abstraction")
+    for t in ("a", "b", "c"):
+        succeed(mem, t)
+    for t in ("x", "y", "z"):  # another wording, one more step: an equivalent skill
+        succeed(mem, t, instruction="Please order this sequence of integers ascending.")
+    for t in ("g", "h", "i"):
+        mem.observe(episode(t, [("t0", "agent", (), (), SPLIT)], True))
+    mem.maintain(0)
+    assert mem.store.counters.promotions == 2  # the team skill and the agent skill
+    (link,) = events(mem, "link_equivalent")
+    assert mem.store.counters.links == 1
+    assert link["note"] == "equivalent skill already active: seed linked, its evidence is not transferred again"
+    skill = mem.store.skills[link["skill"]]
+    reply = [r for sid, r in ABSTRACTIONS if sid == link["memory"]][-1]
+    content, _ = parse_skill(reply)
+    sim = float(mem.index.embed(content.match_text()) @ mem.index.skills("team").vector(skill.id))
+    assert 0.85 <= sim < 1.0 and round(sim, 4) != round(sim, 5)
+    assert link["similarity"] == round(sim, 4)
