@@ -161,13 +161,24 @@ def test_at_most_max_promotions_per_update_are_drafted():
     assert len(mem.store.skills) == 2
 
 
+REFUSAL = "I would rather not abstract this one. " * 10  # 380 characters, no JSON
+
+
 def unreadable_abstraction(request, spec):
     if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
-        return "I would rather not."
+        return REFUSAL
+    return mock_policy(request, spec)
+
+
+def unreadable_team_abstraction(request, spec):
+    if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
+        if prompts.payload_of(request.messages)["scope"] == "team":
+            return REFUSAL
     return mock_policy(request, spec)
 
 
 register_mock_policy("aecg_pins_unreadable_abstraction", unreadable_abstraction)
+register_mock_policy("aecg_pins_unreadable_team_abstraction", unreadable_team_abstraction)
 
 
 def test_a_failed_abstraction_uses_up_an_attempt_and_is_retried_until_none_are_left():
@@ -181,7 +192,7 @@ def test_a_failed_abstraction_uses_up_an_attempt_and_is_retried_until_none_are_l
         mid,
         "team",
         "unparsable reply",
-        "I would rather not.",
+        REFUSAL[:300],  # the audit keeps an excerpt
     )
     assert mem.store.memories[mid].promotion_attempts == 1 and mem.store.pending_promotions == [mid]
     mem.maintain(1)
@@ -284,3 +295,27 @@ def test_links_and_promotions_are_counted_each_time_and_a_link_is_audited():
     sim = float(mem.index.embed(content.match_text()) @ mem.index.skills("team").vector(skill.id))
     assert 0.85 <= sim < 1.0 and round(sim, 4) != round(sim, 5)
     assert link["similarity"] == round(sim, 4)
+
+
+def test_a_failed_abstraction_does_not_hold_up_the_other_drafts_of_the_update():
+    mem = make_memory(policy="aecg_pins_unreadable_team_abstraction")
+    nodes = [("t0", "team", (), (), SPLIT), ("a1", "agent", ("t0",), (), "merge")]
+    for t in ("a", "b"):
+        mem.observe(episode(t, nodes, True))
+    assert len(mem.store.pending_promotions) == 2
+    mem.maintain(0)
+    assert [s.level for s in mem.store.skills.values()] == ["agent"]
+    assert [e["level"] for e in events(mem, "promotion_failed")] == ["team"]
+
+
+def test_a_memory_is_queued_once_and_a_queued_one_does_not_hold_up_the_next():
+    mem = make_memory({"formation": {"max_promotions_per_update": 0}})  # nothing is drafted: the queue only grows
+    succeed(mem, "a")
+    succeed(mem, "b")
+    (team,) = mem.store.memories
+    assert mem.store.pending_promotions == [team]
+    nodes = [("t0", "team", (), (), SPLIT), ("a1", "agent", ("t0",), (), "merge")]
+    mem.observe(episode("c", nodes, True))  # the team memory again (already queued), a new agent memory
+    mem.observe(episode("d", nodes, True))  # the agent memory reaches two supports
+    agent = next(m for m in mem.store.memories if m != team)
+    assert mem.store.pending_promotions == [team, agent]
