@@ -171,9 +171,9 @@ def unreadable_abstraction(request, spec):
 
 
 def unreadable_team_abstraction(request, spec):
-    if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
-        if prompts.payload_of(request.messages)["scope"] == "team":
-            return REFUSAL
+    kind = prompts.kind_of(request.messages)
+    if kind == prompts.SKILL_ABSTRACTION and prompts.payload_of(request.messages)["scope"] == "team":
+        return REFUSAL
     return mock_policy(request, spec)
 
 
