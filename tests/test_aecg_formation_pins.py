@@ -252,7 +252,7 @@ def test_a_queued_seed_that_a_failure_made_ineligible_is_not_drafted():
     assert mem.store.memories[waiting].neg > 0 and waiting in mem.store.pending_promotions
     mem.maintain(0)
     fails = [e for e in events(mem, "promotion_failed") if e["memory"] == waiting]
-    assert [e["reason"] for e in fails] == ["seed is no longer eligible"]
+    assert [(e["reason"], e["reply"]) for e in fails] == [("seed is no longer eligible", "")]  # no call made
     assert mem.store.memories[waiting].promotion_attempts == 0 and waiting not in mem.store.pending_promotions
     assert not events(mem, "promotion_dropped")
 
@@ -282,12 +282,15 @@ def test_links_and_promotions_are_counted_each_time_and_a_link_is_audited():
         succeed(mem, t)
     for t in ("x", "y", "z"):  # another wording, one more step: an equivalent skill
         succeed(mem, t, instruction="Please order this sequence of integers ascending.")
+    for t in ("p", "q", "r"):  # a third wording, the same skill: a second link
+        succeed(mem, t, instruction="Kindly put these numbers into ascending order.")
     for t in ("g", "h", "i"):
         mem.observe(episode(t, [("t0", "agent", (), (), SPLIT)], True))
     mem.maintain(0)
     assert mem.store.counters.promotions == 2  # the team skill and the agent skill
-    (link,) = events(mem, "link_equivalent")
-    assert mem.store.counters.links == 1
+    links = events(mem, "link_equivalent")
+    assert len(links) == mem.store.counters.links == 2
+    (link,) = [e for e in links if "integers" in mem.store.memories[e["memory"]].text]
     assert link["note"] == "equivalent skill already active: seed linked, its evidence is not transferred again"
     skill = mem.store.skills[link["skill"]]
     reply = [r for sid, r in ABSTRACTIONS if sid == link["memory"]][-1]
