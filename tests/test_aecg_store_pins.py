@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aecg_bench.aecg.beliefs import Belief, Beta
-from aecg_bench.aecg.objects import ACTIVE, ISOLATED, Fixture, Memory, Skill, SkillContent
+from aecg_bench.aecg.objects import ACTIVE, ISOLATED, BadCase, Fixture, Memory, Skill, SkillContent
 from aecg_bench.aecg.predicate import Predicate, clean_terms, decision_text, normalised, words
 from aecg_bench.aecg.store import STATE_VERSION, Store
 
@@ -65,7 +65,7 @@ def test_union_orders_by_kind_then_number_not_by_text():
 
 def test_a_family_id_without_a_number_sorts_first_within_its_kind():
     s = Store()
-    assert s.union("m3", "mx") == "mx"
+    assert s.union("m1", "mx") == "mx"
 
 
 def test_a_corrupt_cyclic_family_map_still_terminates():
@@ -93,7 +93,7 @@ def test_objects_are_found_by_id_and_belong_to_their_familys_root():
     s.union("m2", "m1")
     assert s.get("m1") is s.memories["m1"] and s.get("s1.v1") is s.skills["s1.v1"] and s.get("x") is None
     assert s.family_of("s2.v1") == "m1" and s.family_of("m1") == "m1"
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="nope"):
         s.family_of("nope")
     assert [k.id for k in s.active_skills()] == ["s1.v1"]
 
@@ -105,11 +105,13 @@ def test_the_state_round_trips_and_names_its_version():
     s.union("m3", "m1")
     s.pending_promotions.append("m1")
     s.counters.reviews = 4
+    s.badcases["b1"] = BadCase("b1", "t9", "admitted", {"s1.v1": fixture()}, blamed=["s1.v1"], reason="agreed")
     d = s.to_dict()
     assert d["version"] == STATE_VERSION == 1
     assert d["family_parent"] == {"m3": "m1"} and d["pending_promotions"] == ["m1"] and d["counters"]["reviews"] == 4
     back = Store.from_dict(d)
     assert back.to_dict() == d and back.memories == s.memories and back.skills == s.skills
+    assert back.badcases == s.badcases and list(back.badcases) == ["b1"]
     with pytest.raises(ValueError, match="AECG state version 2 is not 1"):
         Store.from_dict({**d, "version": 2})
     with pytest.raises(ValueError, match="AECG state version None is not 1"):
