@@ -144,3 +144,10 @@ def test_terms_from_a_reply_are_one_to_four_normalised_words_deduplicated_and_bo
     assert clean_terms(["Left!", "left", 7, "a b c d", "a b c d e", "", "Up"], 5) == ["left", "a b c d", "up"]
     assert clean_terms(["a", "b", "c"], 2) == ["a", "b"]
     assert clean_terms({"a": 1}, 3) == []
+
+
+def test_a_long_chain_of_unions_is_walked_to_its_root():
+    s = Store()
+    for i in range(8, 1, -1):  # m8 -> m7 -> ... -> m1: every union drops the younger root under the older
+        s.union(f"m{i}", f"m{i - 1}")
+    assert len(s.family_parent) == 7 and s.family("m8") == "m1"
