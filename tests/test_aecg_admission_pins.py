@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aecg_bench.aecg.admission import (
@@ -62,6 +62,7 @@ def test_success_confidence_is_the_value_only_inside_0_1(value, confidence):
     assert success_confidence(Outcome(success=True, value=value)) == confidence
 
 
+@settings(deadline=None)  # no wall-clock limit on a loaded machine
 @given(
     st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from("xyz"), min_size=1),
     st.floats(0.01, 1.0),

@@ -13,7 +13,7 @@ import json
 
 import pytest
 from aecg_fixtures import episode, events, make_memory
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aecg_bench.aecg import beliefs as B
@@ -46,6 +46,7 @@ def test_eligibility_is_inclusive_at_min_support_and_min_reliability():
     assert not eligible(memory(consolidated_into="s1.v1"), f, b)
 
 
+@settings(deadline=None)  # no wall-clock limit on a loaded machine
 @given(st.floats(0, 20), st.floats(0, 20), st.floats(0.1, 5), st.floats(0.1, 5))
 def test_the_eligibility_mean_uses_the_belief_prior(pos, neg, a0, b0):
     f, b = FormationParams(min_support=1, min_reliability=0.5), BeliefParams(prior_alpha=a0, prior_beta=b0)

@@ -9,7 +9,7 @@ produces and recall enforces (sec. 3.4.2).
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aecg_bench.aecg.beliefs import Belief, Beta
@@ -41,6 +41,7 @@ def order(fam: str) -> tuple[str, int]:
     return fam[0], int(fam[1:])
 
 
+@settings(deadline=None)  # no wall-clock limit on a loaded machine
 @given(st.lists(st.tuples(st.sampled_from(FAMILIES), st.sampled_from(FAMILIES)), max_size=30))
 def test_a_family_is_the_oldest_member_of_everything_unions_joined(pairs):
     s = Store()
