@@ -323,3 +323,32 @@ def test_a_memory_is_queued_once_and_a_queued_one_does_not_hold_up_the_next():
     mem.observe(episode("d", nodes, True))  # the agent memory reaches two supports
     agent = next(m for m in mem.store.memories if m != team)
     assert mem.store.pending_promotions == [team, agent]
+
+
+def test_a_seed_skipped_in_draft_or_commit_does_not_hold_up_the_seeds_after_it():
+    """Four seeds queued at once; a failure (symmetric: against both recalled memories) makes the first seed
+    of this update's drafts and the first of the next update's ineligible: the seed after each is still
+    promoted in the same update."""
+    mem = make_memory({"admission": {"mode": "symmetric"}, "formation": {"min_reliability": 0.7}})
+    mem.observe(episode("z", [("t0", "team", (), (), "merge sort")], True, instruction="Merge sorted runs."))
+    (z,) = mem.store.memories
+
+    def chain(recall_z: bool):
+        return [
+            ("t0", "team", (), (z,) if recall_z else (), SPLIT),
+            ("e1", "event", ("t0",), (), "hand over the halves"),
+            ("a1", "agent", ("e1",), (), "merge the halves"),
+        ]
+
+    mem.observe(episode("a", chain(False), True))
+    mem.observe(episode("b", chain(True), True))  # z credited, the three new memories supported: four queued
+    by_level = {m.level: m.id for m in mem.store.memories.values() if m.id != z}
+    assert mem.store.pending_promotions == [z, by_level["team"], by_level["event"], by_level["agent"]]
+    fail = [("t0", "team", (), (z,), SPLIT), ("e1", "event", ("t0",), (by_level["event"],), "hand over the halves")]
+    mem.observe(episode("f", fail, False))  # drafts z and the team seed, then blames z and the event seed
+    assert [e["memory"] for e in events(mem, "promotion_dropped")] == [z]
+    assert [s.seed for s in mem.store.skills.values()] == [by_level["team"]]
+    mem.maintain(0)  # drafts the event seed (no longer eligible) and the agent seed
+    assert [e["memory"] for e in events(mem, "promotion_failed")] == [by_level["event"]]
+    assert [s.seed for s in mem.store.skills.values()] == [by_level["team"], by_level["agent"]]
+    assert mem.store.pending_promotions == []
