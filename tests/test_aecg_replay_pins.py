@@ -220,3 +220,4 @@ def test_a_fixtures_side_is_the_documented_hash_of_seed_lineage_kind_and_task():
     digest = hashlib.sha256(b"0:s1:success:task-7").digest()
     u = int.from_bytes(digest[:8], "big") / 2**64
     assert held_out(f, SUCCESS, "0:s1", u + 1e-9) and not held_out(f, SUCCESS, "0:s1", u - 1e-9)
+    assert not held_out(f, SUCCESS, "0:s1", u)  # held out iff the hash is strictly below the fraction
