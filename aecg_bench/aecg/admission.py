@@ -9,14 +9,16 @@ version and every equivalent linked to it), so a task that recalled a skill
 and the memory it came from is not credited twice.
 
 Failure: two independent LLM judges read the BadCase. Negative evidence
-(weight 1, ours) is admitted against one object only when both judges name
+(the object's share of the task, by the success rule with confidence 1; ours)
+is admitted against one object only when both judges name
 the same recalled object and the same scope, that scope is the object's,
 neither abstains and their mean confidence is at least 0.70 (paper). An
 unparsable verdict counts as an abstention. Anything else leaves the
 failure unresolved: no negative evidence, the BadCase is kept.
 
-Symmetric ablation: no judges; every failure adds weight 1 against every
-recalled object.
+Symmetric ablation: the judges still diagnose (the failure mode routes the
+intervention), but their agreement no longer gates admission: every failure
+adds negative evidence (its share of the task) against every recalled object.
 """
 
 from __future__ import annotations

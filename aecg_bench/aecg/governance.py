@@ -71,7 +71,7 @@ def failure_fixtures(mem: AECGMemory, skill: Skill) -> list[Fixture]:
     return [mem.store.badcases[b].fixtures[skill.id] for b in skill.badcases]
 
 
-def success_fixtures(mem: AECGMemory, skill: Skill, failures: list[Fixture]) -> list[Fixture]:
+def success_fixtures(skill: Skill, failures: list[Fixture]) -> list[Fixture]:
     """Historical same-scope successes, disjoint (by task) from the failure fixtures."""
     failed = {f.task_id for f in failures}
     return [f for f in skill.success_fixtures if f.task_id not in failed]
@@ -82,7 +82,7 @@ def fixture_sets(mem: AECGMemory, skill: Skill) -> tuple[list[Fixture], list[Fix
     a fixed seeded split per fixture (replay.holdout_fraction), each side capped at
     intervention.max_failure_fixtures / max_success_fixtures (the most recent)."""
     failures = failure_fixtures(mem, skill)
-    successes = success_fixtures(mem, skill, failures)
+    successes = success_fixtures(skill, failures)
     key, frac = f"{mem.services.seed}:{skill.lineage}", mem.p.replay.holdout_fraction
     shown_f, held_f = replay.split(failures, replay.FAILURE, key, frac)
     shown_s, held_s = replay.split(successes, replay.SUCCESS, key, frac)
