@@ -114,13 +114,12 @@ def precheck(argv: list[str]) -> dict[str, Any]:
 
 
 def launcher_jobs(argv: list[str]) -> int | None:
-    """How many runs of this command share the machine, as conf/hydra/launcher/local.yaml decides
-    (`hydra.launcher.n_jobs=`, else $AECG_JOBS, else 2); 1 for a single run; None when the runs
-    execute elsewhere (runtime=slurm|ray), where each job serves its own model."""
+    """How many runs of this command may share the machine, as conf/hydra/launcher/local.yaml decides
+    (`hydra.launcher.n_jobs=`, else $AECG_JOBS, else 2), also for a single run (whether a command
+    sweeps can be set in its experiment config; an unused server slot costs only its KV memory);
+    None when the runs execute elsewhere (runtime=slurm|ray), where each job serves its own model."""
     if any(a.startswith("runtime=") and a.split("=", 1)[1] != "local" for a in argv):
         return None
-    if not {"-m", "--multirun"} & set(argv):
-        return 1
     given = next((a.split("=", 1)[1] for a in argv if a.startswith("hydra.launcher.n_jobs=")), None)
     try:
         return int(given or os.environ.get("AECG_JOBS") or 2)
