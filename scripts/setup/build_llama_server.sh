@@ -44,7 +44,8 @@ if [[ ! -x $DIR/llama-server ]]; then
   cmake --build "$TMP/build" --target llama-server -j "$(nproc)" >>"$TMP/cmake.log"
   cp "$TMP/build/bin/llama-server" "$TMP/llama-server"
   if [[ $ARCH == x86_64 ]] && command -v objdump >/dev/null; then
-    if objdump -d --no-show-raw-insn "$TMP/llama-server" | grep -q -E '%zmm|tileload|tdpb'; then
+    # grep reads all of objdump's output (no -q: an early exit would fail the pipe under pipefail)
+    if objdump -d --no-show-raw-insn "$TMP/llama-server" | grep -E '%zmm|tileload|tdpb' >/dev/null; then
       echo "build_llama_server: the binary holds AVX-512/AMX instructions; refusing it" >&2
       exit 1
     fi
