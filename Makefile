@@ -27,6 +27,8 @@ setup:
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
 	bash scripts/setup/build_llama_cpp.sh $(BIN) constraints.txt
+	bash scripts/setup/build_llama_server.sh $(BIN) constraints.txt || \
+		echo "WARNING: llama-server was not built: model=embedded_server is unavailable (model=local works)" >&2
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m aecg_bench.doctor
 

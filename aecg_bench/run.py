@@ -13,6 +13,7 @@ redacted against the configured API keys (see runner/logs.py).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -71,10 +72,10 @@ def secret_envs(raw: dict[str, Any]) -> list[str]:
     return sorted({m["api_key_env"] for m in models.values() if isinstance(m, dict) and m.get("api_key_env")})
 
 
-def precheck(argv: list[str]) -> list[str]:
+def precheck(argv: list[str]) -> dict[str, Any]:
     """Compose and validate the command's config (first value of each sweep) before Hydra runs,
     so a typo fails in one line (with the valid keys) instead of a Hydra error block.
-    Returns the key variables the config names (for console redaction)."""
+    Returns that config (its key variables redact the console; it says whether to serve the model)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, OverrideParseException
@@ -109,7 +110,21 @@ def precheck(argv: list[str]) -> list[str]:
         validate_components(parse_run_config(_compose(forced)))
         raise ConfigError(f"unknown key {key.group(1)!r}") from None
     validate_components(parse_run_config(raw))
-    return secret_envs(raw)
+    return raw
+
+
+def launcher_jobs(argv: list[str]) -> int | None:
+    """How many runs of this command may share the machine, as conf/hydra/launcher/local.yaml decides
+    (`hydra.launcher.n_jobs=`, else $AECG_JOBS, else 2), also for a single run (whether a command
+    sweeps can be set in its experiment config; an unused server slot costs only its KV memory);
+    None when the runs execute elsewhere (runtime=slurm|ray), where each job serves its own model."""
+    if any(a.startswith("runtime=") and a.split("=", 1)[1] != "local" for a in argv):
+        return None
+    given = next((a.split("=", 1)[1] for a in argv if a.startswith("hydra.launcher.n_jobs=")), None)
+    try:
+        return int(given or os.environ.get("AECG_JOBS") or 2)
+    except ValueError:
+        return 1
 
 
 def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str, Any] | None:
@@ -235,6 +250,7 @@ def _hydra_entry() -> None:
 
 
 def main() -> None:
+    from aecg_bench.llm import embedded_server
     from aecg_bench.runner import lifecycle
     from aecg_bench.runner.identity import Redactor
     from aecg_bench.runner.logs import redact_console
@@ -243,15 +259,21 @@ def main() -> None:
     lifecycle.install_sigterm()
     try:
         check_overrides(sys.argv[1:])
-        names = precheck(sys.argv[1:])
+        raw = precheck(sys.argv[1:])
     except AecgBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    redact_console(Redactor(names))
+    redact_console(Redactor(secret_envs(raw)))
     outcomes = lifecycle.start_sweep()
+    jobs = launcher_jobs(sys.argv[1:])
     try:
-        _hydra_entry()
+        # one llama-server for the whole command when the config serves the embedded model
+        with embedded_server.serving(raw if jobs else None, jobs or 1):
+            _hydra_entry()
         found = lifecycle.read_outcomes(outcomes)
+    except AecgBenchError as exc:  # the server did not start
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted: runs in progress are recorded as 'interrupted'; rerun to resume", file=sys.stderr)
         sys.exit(130)

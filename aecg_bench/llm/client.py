@@ -44,8 +44,9 @@ from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
 
-# Spec options that change how a call is transported, not what it returns.
-TRANSPORT_OPTIONS = frozenset({"n_threads", "ram_cache_mb"})
+# Spec options that change how a call is transported, not what it returns: in-process or served by
+# llama-server (aecg_bench/llm/embedded_server.py), and with how many threads, cache bytes and slots.
+TRANSPORT_OPTIONS = frozenset({"n_threads", "ram_cache_mb", "serve", "parallel"})
 
 
 @dataclass(frozen=True)

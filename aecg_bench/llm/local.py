@@ -198,6 +198,31 @@ def _llama_response_format(fmt: dict[str, Any]) -> dict[str, Any]:
     return fmt
 
 
+_vocabs: dict[str, Any] = {}
+
+
+def fit_served(name: str, n_ctx: int, messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
+    """`_fit_context` for the model served by llama-server (aecg_bench/llm/embedded_server.py), so a
+    long prompt is cut exactly as in-process rather than refused by the server. Counts tokens with
+    the model's vocabulary alone (no weights loaded)."""
+
+    class Window:
+        def n_ctx(self) -> int:
+            return n_ctx
+
+        def tokenize(self, text: bytes, add_bos: bool = False) -> list[int]:
+            with _models_lock:
+                return list(vocab.tokenize(text, add_bos=add_bos))
+
+    with _models_lock:
+        if name not in _vocabs:
+            from llama_cpp import Llama
+
+            _vocabs[name] = Llama(model_path=str(model_path(name)), vocab_only=True, verbose=False)
+        vocab = _vocabs[name]
+    return _fit_context(Window(), messages, max_tokens)
+
+
 def _fit_context(llm: Any, messages: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
     """Make the prompt fit the context window, so no sample fails for length.
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aecg_bench.errors import AecgBenchError, one_line
+from aecg_bench.llm.embedded_server import serve_mode
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.llm.usage import Usage
 from aecg_bench.types import ToolCall
@@ -105,6 +106,9 @@ class LiteLLMProvider(Provider):
             kwargs["api_key"] = "none"  # local servers accept any key; litellm insists on one
         grammar = params.pop("grammar", None)
         is_local = spec.model.startswith(LOCAL_PROVIDER + "/")
+        if is_local and serve_mode(spec.options) == "server":
+            _to_embedded_server(spec, kwargs, params)
+            is_local = False
         if grammar:
             if is_local:
                 kwargs["grammar"] = grammar
@@ -123,6 +127,19 @@ class LiteLLMProvider(Provider):
                 raise FatalProviderError(f"model {spec.label!r} ({spec.model}): {error}") from None
             raise error from exc
         return _parse_response(response)
+
+
+def _to_embedded_server(spec: ModelSpec, kwargs: dict[str, Any], params: dict[str, Any]) -> None:
+    """Point a call to the embedded model at the shared llama-server (OpenAI-compatible): same
+    model file and context cut as in-process, only the transport differs."""
+    from aecg_bench.llm import embedded_server
+    from aecg_bench.llm.local import fit_served
+
+    name = spec.model.partition("/")[2]
+    url = embedded_server.server_url(name, spec.options, spec.max_concurrency)
+    n_ctx = int(spec.options.get("n_ctx", 2048))
+    kwargs["messages"] = fit_served(name, n_ctx, kwargs["messages"], int(params.get("max_tokens") or 512))
+    kwargs.update(model=f"openai/{name}", api_base=f"{url}/v1", api_key="none")
 
 
 def _parse_response(response: Any) -> ProviderResult:

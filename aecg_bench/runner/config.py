@@ -145,6 +145,7 @@ def parse_run_config(raw: dict[str, Any]) -> RunConfig:
 def validate_components(cfg: RunConfig) -> None:
     """Check each component's params against its schema without building it (no data, no model)."""
     from aecg_bench import registry
+    from aecg_bench.llm.embedded_server import serve_mode, settings_for
     from aecg_bench.llm.threads import model_threads
 
     for group in ("benchmark", "framework", "memory"):
@@ -155,3 +156,5 @@ def validate_components(cfg: RunConfig) -> None:
         options = spec.get("options") or {}
         if "n_threads" in options:
             model_threads(options["n_threads"])  # 'auto' or a positive integer; one line otherwise
+        if serve_mode(options) == "server":  # in_process | server; slots 'auto' or a positive integer
+            settings_for(str(spec.get("model", "")).partition("/")[2], options)

@@ -15,8 +15,12 @@ and tokens per CPU-second of the model processes (all their threads): on a share
 also measures how much CPU the other processes leave, CPU time much less so.
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
+    python scripts/perf/embedded_throughput.py --server --settings 2x2   # one shared llama-server
 
-`--settings JOBSxTHREADS,...`. The harness before issue 20 = `--batch-threads 0 --keep-logits`
+`--settings JOBSxTHREADS,...`. With `--server`, the `jobs` clients send the same workload to ONE
+llama-server (aecg_bench/llm/embedded_server.py, `make setup` builds it) with `jobs` slots and `threads`
+threads, as a sweep with model=embedded_server does; CPU-seconds are the server process's. Each job's
+task text names the job, so jobs share system prompts (as a sweep's runs do) but not whole prompts. The harness before issue 20 = `--batch-threads 0 --keep-logits`
 (llama-cpp-python's default prompt-evaluation threads, every core; KV states saved with their logits).
 """
 
@@ -42,13 +46,12 @@ SYSTEMS = (
 )
 
 
-def _workload(episodes: int, turns: int) -> list[list[dict[str, str]]]:
-    """The message lists of every call, in order (deterministic)."""
+def _workload(episodes: int, turns: int, job: int = 0) -> list[list[dict[str, str]]]:
+    """The message lists of every call of one job, in order (deterministic)."""
     calls = []
     for ep in range(episodes):
-        task = (
-            f"Task {ep}: boil water. You are in room {ep % 5}. Valid actions: look around, open door, go to kitchen, "
-        )
+        task = f"Task {ep} of job {job}: boil water. You are in room {ep % 5}. "
+        task += "Valid actions: look around, open door, go to kitchen, "
         task += "pick up pot, fill pot with water, put pot on stove, activate stove, wait."
         history: list[dict[str, str]] = []
         for t in range(turns):
@@ -63,7 +66,7 @@ def _workload(episodes: int, turns: int) -> list[list[dict[str, str]]]:
 
 
 def _worker(
-    threads: int, batch_threads: int, keep_logits: bool, episodes: int, turns: int, max_tokens: int, out: Any
+    threads: int, batch_threads: int, keep_logits: bool, episodes: int, turns: int, max_tokens: int, out: Any, job: int
 ) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from llama_cpp import Llama
@@ -77,7 +80,7 @@ def _worker(
     llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
     prompt = completion = 0
     start, cpu0 = time.perf_counter(), time.process_time()
-    for messages in _workload(episodes, turns):
+    for messages in _workload(episodes, turns, job):
         reply = llm.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=0.0, seed=0)
         prompt += reply["usage"]["prompt_tokens"]
         completion += reply["usage"]["completion_tokens"]
@@ -98,8 +101,8 @@ def measure(
 ) -> dict:
     queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
     procs = [
-        mp.Process(target=_worker, args=(threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue))
-        for _ in range(jobs)
+        mp.Process(target=_worker, args=(threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue, job))
+        for job in range(jobs)
     ]
     for p in procs:
         p.start()
@@ -121,6 +124,56 @@ def measure(
     }
 
 
+def _cpu_seconds(pid: int) -> float:
+    from pathlib import Path
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def measure_server(jobs: int, threads: int, episodes: int, turns: int, max_tokens: int) -> dict:
+    """The workload of `jobs` clients against one llama-server with `jobs` slots and `threads` threads."""
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aecg_bench.llm import embedded_server as es
+
+    server = es.EmbeddedServer(es.ServerSettings("smollm2-135m-instruct", 2048, jobs, threads, 512))
+    try:
+
+        def client(job: int) -> dict:
+            prompt = completion = 0
+            for messages in _workload(episodes, turns, job):
+                body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "seed": 0}
+                req = urllib.request.Request(
+                    server.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+                )
+                with urllib.request.urlopen(req, timeout=3600) as r:
+                    usage = json.loads(r.read())["usage"]
+                prompt += usage["prompt_tokens"]
+                completion += usage["completion_tokens"]
+            return {"prompt": prompt, "completion": completion}
+
+        cpu0, start = _cpu_seconds(server.proc.pid), time.perf_counter()
+        with ThreadPoolExecutor(jobs) as pool:
+            results = list(pool.map(client, range(jobs)))
+        wall, cpu = time.perf_counter() - start, _cpu_seconds(server.proc.pid) - cpu0
+    finally:
+        server.stop()
+    prompt = sum(r["prompt"] for r in results)
+    completion = sum(r["completion"] for r in results)
+    return {
+        "jobs": jobs,
+        "threads": threads,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "seconds": wall,
+        "tokens_per_s": (prompt + completion) / wall,
+        "generated_per_s": completion / wall,
+        "tokens_per_cpu_s": (prompt + completion) / max(cpu, 1e-9),
+    }
+
+
 def parse_settings(text: str) -> list[tuple[int, int]]:
     """'1x1,2x1' -> [(1, 1), (2, 1)]: jobs x threads per job."""
     out = []
@@ -137,6 +190,7 @@ def main() -> None:
     parser.add_argument("--settings", default="1x1,1x2,2x1")
     parser.add_argument("--batch-threads", type=int, default=-1, help="-1: same as threads; 0: library default")
     parser.add_argument("--keep-logits", action="store_true", help="KV cache states keep their logits (before)")
+    parser.add_argument("--server", action="store_true", help="one shared llama-server instead of a model per job")
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -147,10 +201,15 @@ def main() -> None:
     for jobs, threads in parse_settings(args.settings):
         batch = threads if args.batch_threads < 0 else args.batch_threads
         load0 = os.getloadavg()[0]
-        r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits)
+        if args.server:
+            r = measure_server(jobs, threads, args.episodes, args.turns, args.max_tokens)
+            what = f"{jobs} job(s) -> one llama-server ({jobs} slots, {threads} thread(s))"
+        else:
+            r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits)
+            what = f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
+            what += f"{', logits kept' if args.keep_logits else ''})"
         print(
-            f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
-            f"{', logits kept' if args.keep_logits else ''}): "
+            f"{what}: "
             f"{r['tokens_per_s']:,.0f} tok/s, {r['generated_per_s']:,.1f} generated/s "
             f"({r['prompt_tokens']:,} + {r['completion_tokens']:,} tokens in {r['seconds']:.1f} s; "
             f"{r['tokens_per_cpu_s']:,.0f} tok per CPU-second)  "

@@ -15,11 +15,7 @@ CONSTRAINTS=${2:?constraints file}
 VERSION=$(sed -n 's/^llama[-_]cpp[-_]python==\(.*\)$/\1/p' "$CONSTRAINTS")
 [[ -n $VERSION ]] || { echo "build_llama_cpp: no llama_cpp_python pin in $CONSTRAINTS" >&2; exit 1; }
 ARCH=$(uname -m)
-if [[ $ARCH == x86_64 ]]; then
-  FLAGS="-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=ON"
-else
-  FLAGS="-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF"
-fi
+source "$(dirname "$0")/llama_flags.sh"
 TAG=$(printf '%s %s %s' "$VERSION" "$ARCH" "$FLAGS" | sha256sum | cut -c1-12)
 STAMP_WANT="$VERSION $TAG"
 STAMP="$(dirname "$BIN")/.llama-cpp-portable"
