@@ -18,17 +18,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aecg_bench import registry
 from aecg_bench.audit import AuditLog
 from aecg_bench.errors import ConfigError
-from aecg_bench.llm import ModelSpec
+from aecg_bench.llm import LLMClient, ModelSpec
 from aecg_bench.llm.providers import ContextLimitError
-from aecg_bench.types import Episode, Outcome, Trajectory
+from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Trajectory
 from baselines.edv.ability import AbilityMatrix
 from baselines.edv.banks import Banks, item_text
 from baselines.edv.distill import Distilled, distill, parse_distilled
 from baselines.edv.execute import execute, outcome_text
+from baselines.edv.judge import parse_best
 from baselines.edv.pool import Assignment, Pool, StagePlan
-from baselines.edv.prompts import VERIFY_GRAMMAR, Candidate, distill_grammar
+from baselines.edv.prompts import VERIFY_GRAMMAR, Candidate, distill_grammar, judge_grammar
 from baselines.edv.verify import parse_vote, verify_items
 from baselines.llm_calls import stable_seed
 from baselines.reasoningbank import ReasoningItem
@@ -407,3 +409,333 @@ def test_retrieval_skips_the_tasks_own_items_by_default_and_never_returns_more_t
     assert [(h.item["id"], h.bank, h.score) for h in hits] == [("s1", "shared", 1.0), ("p0", "private:ma", 1.0)]
     assert banks.retrieve("query", task_id="q", k=0, **args) == []
     assert [h.item["id"] for h in banks.retrieve("query", task_id="other", k=1, **args)] == ["own"]
+
+
+# -- Judge ----------------------------------------------------------------------------------------
+
+
+class _Proxy:
+    """The scripted pool client, recording the keyword arguments of every completion."""
+
+    def __init__(self, llm) -> None:
+        self.llm, self.calls = llm, []
+
+    def __getattr__(self, name):
+        return getattr(self.llm, name)
+
+    def complete(self, messages, **kwargs):
+        self.calls.append({"system": messages[0]["content"], "user": messages[1]["content"], **kwargs})
+        return self.llm.complete(messages, **kwargs)
+
+
+def _judge_services(reply: str, *, labels=("ma", "mb", "mc"), max_tokens: int = 111):
+    rules = [{"match": "Attempt 1", "reply": reply}]
+    specs = {
+        m: ModelSpec(
+            label=m,
+            provider="mock",
+            model=f"mock/{m}",
+            temperature=0.5,
+            max_tokens=max_tokens,
+            options={"policy": "script", "script": rules},
+        )
+        for m in labels
+    }
+    proxy = _Proxy(LLMClient(specs, {"default": labels[0], "adjudicator": labels[-1]}))
+    return em.services(proxy), proxy  # type: ignore[arg-type]
+
+
+@dataclass
+class _PoolRollout:
+    """Each model's rollout: success iff listed; records how it was asked to run."""
+
+    task: object
+    succeeds: tuple[str, ...] = ()
+    calls: list = None  # type: ignore[assignment]
+
+    def __call__(self, *, model=None, temperature=None, sample_index=0, use_memory=True, usage_role=None):
+        self.calls = [*(self.calls or []), (model, sample_index, use_memory, usage_role)]
+        ok = None if self.succeeds is None else model in self.succeeds
+        traj = Trajectory(task_id=self.task.id, framework="scripted", initial_observation=f"attempt by {model}")
+        return Episode(self.task, traj, Outcome(success=ok, value=float(bool(ok)))), (model, sample_index)
+
+
+def test_the_judge_runs_every_pool_model_and_returns_the_attempt_it_names():
+    services, proxy = _judge_services("Reason: the second is right.\nBest: 2")
+    judge = registry.build("memory", "judge", {}, services=services)
+    rollout = _PoolRollout(em.task())
+    episode, score = judge.solve(em.task(), rollout)
+    assert rollout.calls == [("ma", 0, False, "solver"), ("mb", 1, False, "solver"), ("mc", 2, False, "solver")]
+    assert score == ("mb", 1) and episode.trajectory.initial_observation == "attempt by mb"
+    verdict = {"judge": "mc", "attempts": ["ma", "mb", "mc"], "best": 2, "fallback": False}
+    assert episode.trajectory.metadata["adjudication"] == verdict
+    (call,) = proxy.calls
+    assert (call["role"], call["model"], call["temperature"], call["max_tokens"]) == ("adjudicator", "mc", 0.0, 111)
+    assert call["grammar"] == judge_grammar(3) and "attempt by mb" in call["user"]
+    (event,) = [e for e in services.audit.read() if e["event"] == "adjudicate"]
+    assert {k: event[k] for k in ("task", "reply", *verdict)} == {
+        "task": "t1",
+        "reply": "Reason: the second is right.\nBest: 2",
+        **verdict,
+    }
+
+
+def test_an_unparsable_judgement_falls_back_to_the_first_attempt_and_says_so():
+    services, _ = _judge_services("I cannot decide.")
+    judge = registry.build("memory", "judge", {"judge_model": "mb", "judge_max_tokens": 64}, services=services)
+    episode, _ = judge.solve(em.task(), _PoolRollout(em.task()))
+    assert episode.trajectory.metadata["adjudication"] == {
+        "judge": "mb",
+        "attempts": ["ma", "mb", "mc"],
+        "best": None,
+        "fallback": True,
+    }
+    assert services.llm.calls[0]["model"] == "mb" and services.llm.calls[0]["max_tokens"] == 64
+
+
+def test_a_one_model_pool_needs_no_judge_and_a_bad_judge_model_is_named():
+    services, proxy = _judge_services("Best: 1", labels=("solo",))
+    judge = registry.build("memory", "judge", {}, services=services)
+    episode, score = judge.solve(em.task(), _PoolRollout(em.task()))
+    assert score == ("solo", 0) and proxy.calls == [] and "adjudication" not in episode.trajectory.metadata
+    with pytest.raises(ConfigError, match="judge_model 'zz' is not a configured model: ma, mb, mc"):
+        registry.build("memory", "judge", {"judge_model": "zz"}, services=_judge_services("")[0])
+    with pytest.raises(ConfigError, match="memory 'judge' needs the run's LLM client"):
+        registry.build("memory", "judge", {}, services=_no_llm())
+
+
+def _no_llm():
+    s = em.services()
+    s.llm = None
+    return s
+
+
+def test_the_judges_last_best_line_counts_and_must_name_an_attempt():
+    assert parse_best("Best: 1\nOn reflection...\nBest: 3", 3) == 3
+    assert parse_best("best attempt = #2", 3) == 2 and parse_best("Best: **Attempt 3", 3) == 3
+    assert [parse_best(f"Best: {n}", 3) for n in (0, 1, 3, 4)] == [None, 1, 3, None]
+    assert parse_best(None, 3) is None and parse_best("no verdict", 3) is None
+
+
+# -- Router ---------------------------------------------------------------------------------------
+
+
+def test_the_router_probes_every_model_then_routes_each_task_type_to_its_best():
+    services = em.services()
+    router = registry.build("memory", "router", {"probes_per_model": 2}, services=services)
+    t = em.task("t1", task_type="cancel")
+    rollout = _PoolRollout(t, succeeds=("mb",))
+    router.build(t, rollout)
+    assert rollout.calls == [
+        ("ma", 1, False, "executor"),
+        ("ma", 2, False, "executor"),
+        ("mb", 3, False, "executor"),
+        ("mb", 4, False, "executor"),
+        ("mc", 5, False, "executor"),
+        ("mc", 6, False, "executor"),
+    ]
+    assert router.ability.record("mb", "cancel") == (2, 2) and router.ability.record("ma", "cancel") == (0, 2)
+    probes = [e for e in services.audit.read() if e["event"] == "probe"]
+    assert [(p["model"], p["success"], p["task"], p["task_type"]) for p in probes] == [
+        (m, m == "mb", "t1", "cancel") for m in ("ma", "ma", "mb", "mb", "mc", "mc")
+    ]
+    assert router.select_model(em.task("q", task_type="cancel")) == "mb"
+    assert router.recall(em.RecallQuery(task=t, level="agent", agent="a", role="actor")) == []
+    assert router.stats() == {"observations": 6.0}
+    fresh = registry.build("memory", "router", {}, services=em.services())
+    fresh.load_state_dict(router.state_dict())
+    assert fresh.state_dict() == router.state_dict() and fresh.select_model(em.task("q")) == "mb"
+
+
+def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model():
+    services = em.services()
+    router = registry.build("memory", "router", {"pool": ["ma", "mb"]}, services=services)
+    t = em.task("t1")
+    router.build(t, _PoolRollout(t, succeeds=None))  # type: ignore[arg-type]
+    skips = [(e["purpose"], e["reason"], e["model"]) for e in services.audit.read() if e["event"] == "skip"]
+    assert skips == [("probe", "no_label", "ma"), ("probe", "no_label", "mb")] and router.ability.cells == {}
+    ep = _episode(True)
+    router.observe(ep)  # no decisions: no model to credit
+    assert services.audit.read()[-1]["reason"] == "not_one_pool_model" and router.ability.cells == {}
+    ep.trajectory.add_decision(
+        DecisionNode(
+            id="d0", agent="solver", role="actor", level="agent", output="x", action=Action("command", "x"), model="mb"
+        )
+    )
+    router.observe(ep)
+    assert router.ability.record("mb", "cancel") == (1, 1)
+    assert services.audit.read()[-1] == {
+        **services.audit.read()[-1],
+        "event": "outcome",
+        "model": "mb",
+        "success": True,
+    }
+
+
+def test_router_params_reach_its_ability_matrix():
+    router = registry.build("memory", "router", {"prior_strength": 4.0, "confidence": 0.0}, services=em.services())
+    assert (router.ability.prior_strength, router.ability.confidence) == (4.0, 0.0)
+    with pytest.raises(ConfigError, match="memory 'router' needs the run's LLM client"):
+        registry.build("memory", "router", {}, services=_no_llm())
+
+
+# -- the method: one construction's record, state and inference -----------------------------------
+
+
+def _plain(events: list[dict]) -> list[dict]:
+    return [{k: v for k, v in e.items() if k != "seq"} for e in events]
+
+
+ALPHA = "When asked to cancel (context), shipped orders cannot be cancelled (risk); read the status first (action)."
+BETA = "When looking up orders (context), lookups fail without a verified name (risk); ask first (action)."
+
+
+def test_one_construction_is_recorded_step_by_step_and_stored_with_its_provenance():
+    services = em.services(em.pool_client(ma=1.0, mb=0.3, mc=0.6))
+    memory = registry.build("memory", "edv", {"rotate_roles": False}, services=services)
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    temps = {"ma": [1.0, 1.0, 0.0], "mb": [0.3, 0.3, 0.0], "mc": [0.6, 0.6, 0.0]}
+    roles = {"executors": ["ma", "mb"], "distiller": "mc", "verifiers": ["ma", "mb"]}
+    pool = {m: {"model": f"mock/{m}", "temperatures": t} for m, t in temps.items()}
+    execute_events = [
+        {"event": "execute", "task": "t1", "candidate": n, "model": m, "temperature": temps[m][0], "sample_index": n}
+        | {"outcome": "success" if m == "ma" else "failure", "status": "ok", "steps": 1}
+        for n, m in [(1, "ma"), (2, "ma"), (3, "mb"), (4, "mb")]
+    ]
+    matrix = memory.ability.snapshot(["ma", "mb", "mc"])
+    ok, generic = "grounded in candidate 1, act 1.", "generic, not grounded."
+
+    def vote(mid, verifier, approve):
+        rationale = ok if approve else generic
+        return {"event": "vote", "memory_id": mid, "verifier": verifier, "approve": approve} | {
+            "parsed": True,
+            "rationale": rationale,
+        }
+
+    def record(event, mid, title, dest, owners, approvals):
+        return {"event": event, "memory_id": mid, "task": "t1", "title": title, "destination": dest} | {
+            "owners": owners,
+            "approvals": approvals,
+            "verified": True,
+        }
+
+    assert _plain(services.audit.read()) == [
+        {"event": "assign", "task": "t1", "visit": 0, **roles, "pool": pool},
+        *execute_events,
+        {
+            "event": "distill",
+            "task": "t1",
+            "distiller": "mc",
+            "best": 1,
+            "assessment": {"1": True, "2": True, "3": False, "4": False},
+            "n_items": 3,
+            "analysis": "candidate 1 checked the order status first; candidate 3 cancelled a shipped order.",
+        },
+        {
+            "event": "ability",
+            "task_type": "cancel",
+            "source": "distiller",
+            "evidence": [["ma", True], ["ma", True], ["mb", False], ["mb", False]],
+            "matrix": matrix,
+        },
+        vote("edv-0", "ma", True),
+        vote("edv-0", "mb", True),
+        record("admit", "edv-0", "Alpha rule", "shared", [], "2/2"),
+        vote("edv-1", "ma", True),
+        vote("edv-1", "mb", False),
+        record("admit", "edv-1", "Beta rule", "private", ["ma"], "1/2"),
+        vote("edv-2", "ma", False),
+        vote("edv-2", "mb", False),
+        record("discard", "edv-2", "Gamma rule", "discard", [], "0/2"),
+    ]
+    assert set(matrix["cancel"]) == {"ma", "mb", "mc"} and matrix["cancel"]["ma"]["attempts"] == 2
+    common = {"task_id": "t1", "task_type": "cancel", "query": em.INSTRUCTION, "distiller": "mc", "best_candidate": 1}
+    assert memory.state_dict() == {
+        "items": [
+            {"id": "edv-0", "title": "Alpha rule", "description": "Check the status first.", "content": ALPHA}
+            | common
+            | {"bank": "shared", "owners": [], "item_index": 0, "visit": 0},
+            {"id": "edv-1", "title": "Beta rule", "description": "Verify the name.", "content": BETA}
+            | common
+            | {"bank": "private", "owners": ["ma"], "item_index": 1, "visit": 0},
+        ],
+        "ability": [["cancel", "ma", 2, 2], ["cancel", "mb", 0, 2]],
+        "visits": {"t1": 1},
+        "next_id": 3,
+        "discarded": 1,
+    }
+    assert memory.stats() == {"items": 2.0, "shared": 1.0, "private": 1.0, "discarded": 1.0, "constructions": 1.0}
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    assert [i["visit"] for i in memory.state_dict()["items"]] == [0, 0, 1, 1] and memory.next_id == 6
+    assert memory.stats()["constructions"] == 2.0 and memory.discarded == 2
+
+
+def test_an_unparsable_distillation_is_audited_with_its_reply():
+    scripts = {
+        m: [{"match": "strict third-party evaluator", "reply": "Best: 2 but no items"}] for m in ("ma", "mb", "mc")
+    }
+    services = em.services(em.pool_client(scripts))
+    memory = registry.build("memory", "edv", {"rotate_roles": False}, services=services)
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    (event,) = [e for e in _plain(services.audit.read()) if e["event"] == "distill"]
+    assert event == {
+        "event": "distill",
+        "task": "t1",
+        "distiller": "mc",
+        "best": 2,
+        "assessment": {},
+        "n_items": 0,
+        "analysis": "",
+        "reason": "unparsable",
+        "reply": "Best: 2 but no items",
+    }
+
+
+def test_stage_token_limits_and_the_solve_temperature_reach_their_calls():
+    proxy = _Proxy(em.pool_client())
+    services = em.services(proxy)  # type: ignore[arg-type]
+    params = {"rotate_roles": False, "distill_max_tokens": 300, "verify_max_tokens": 40, "solve_temperature": 0.25}
+    memory = registry.build("memory", "edv", params, services=services)
+    rollout = em.ScriptedRollout(em.task(), memory)
+    memory.build(em.task(), rollout)
+    assert {(c["role"], c["max_tokens"]) for c in proxy.calls} == {("distiller", 300), ("verifier", 40)}
+    defaults = _Proxy(em.pool_client())
+    plain = registry.build("memory", "edv", {"rotate_roles": False}, services=em.services(defaults))  # type: ignore[arg-type]
+    plain.build(em.task(), em.ScriptedRollout(em.task(), plain))
+    assert {c["max_tokens"] for c in defaults.calls} == {em.pool_client().models["ma"].max_tokens}
+    probe = em.task("t2")
+    solving = em.ScriptedRollout(probe, memory)
+    memory.solve(probe, solving)
+    assert solving.calls[0]["temperature"] == 0.25 and solving.calls[0]["model"] == "ma"
+
+
+def test_recalled_experience_names_its_bank_source_task_and_score():
+    memory = registry.build("memory", "edv", {"rotate_roles": False}, services=em.services())
+    memory.build(em.task("t1"), em.ScriptedRollout(em.task("t1"), memory))
+    memory._acting = "ma"
+    query = em.RecallQuery(
+        task=em.task("t2"), level="team", agent="solver", role="actor", context="A customer writes in."
+    )
+    items = memory.recall(query)
+    assert [(i.id, i.level, i.kind, i.metadata) for i in items] == [
+        ("edv-0", "team", "experience", {"bank": "shared", "source_task": "t1"}),
+        ("edv-1", "team", "experience", {"bank": "private:ma", "source_task": "t1"}),
+    ]
+    assert items[0].text == f"Alpha rule: Check the status first. {ALPHA}" and all(0.8 <= i.score <= 1.0 for i in items)
+
+
+def test_best_overall_routing_and_memory_while_executing_follow_their_params():
+    memory = registry.build(
+        "memory",
+        "edv",
+        {"rotate_roles": False, "routing": "best_overall", "execute_with_memory": True},
+        services=em.services(),
+    )
+    for i in range(2):
+        t = em.task(f"t{i}", task_type=f"type{i}")
+        rollout = em.ScriptedRollout(t, memory)
+        memory.build(t, rollout)
+        assert {c["use_memory"] for c in rollout.calls} == {True}
+    assert memory.select_model(em.task("q", task_type="never-seen")) == "ma"
+    memory.load_state_dict({**memory.state_dict(), "ability": [["x", "mb", 9, 9], ["x", "ma", 0, 9]]})
+    assert memory.select_model(em.task("q", task_type="never-seen")) == "mb"
