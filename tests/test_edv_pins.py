@@ -30,7 +30,7 @@ from baselines.edv.distill import Distilled, distill, parse_distilled
 from baselines.edv.execute import execute, outcome_text
 from baselines.edv.judge import parse_best
 from baselines.edv.pool import Assignment, Pool, StagePlan
-from baselines.edv.prompts import VERIFY_GRAMMAR, Candidate, distill_grammar, judge_grammar
+from baselines.edv.prompts import VERIFY_GRAMMAR, VERIFY_SYSTEM, Candidate, distill_grammar, judge_grammar
 from baselines.edv.verify import parse_vote, verify_items
 from baselines.llm_calls import stable_seed
 from baselines.reasoningbank import ReasoningItem
@@ -84,7 +84,7 @@ def test_the_matrix_refuses_a_non_positive_prior_or_a_negative_confidence():
     for good in [(0.5, 1.0), (1.0, 0.0), (2.0, 0.5)]:
         assert AbilityMatrix(*good).prior_strength == good[0]
     for call in (lambda m: m.best("x", []), lambda m: m.best_overall([])):
-        with pytest.raises(ValueError, match="needs at least one model to rank"):
+        with pytest.raises(ValueError, match=r"^the Ability Matrix needs at least one model to rank$"):
             call(AbilityMatrix())
 
 
@@ -173,7 +173,9 @@ def test_the_pool_verifies_at_temperature_zero_and_otherwise_at_each_models_own(
 
 def test_the_pool_names_what_is_wrong_with_it():
     specs = _pool().specs
-    with pytest.raises(ConfigError, match="the EDV model pool is empty; list model labels"):
+    with pytest.raises(
+        ConfigError, match=r"^the EDV model pool is empty; list model labels in `pool` or configure models$"
+    ):
         Pool([], specs)
     with pytest.raises(ConfigError, match=r"the EDV model pool lists a model twice: \['m0', 'm0'\]"):
         Pool(["m0", "m0"], specs)
@@ -337,6 +339,7 @@ def test_every_verifier_votes_with_its_own_settings_on_every_item():
         ("mb", 0.2, 96, "verifier"),
     ]
     assert all(c["grammar"] == VERIFY_GRAMMAR and "outcome: failure" in c["user"] for c in llm.calls)
+    assert all(c["system"] == VERIFY_SYSTEM.format(schema_rule="") for c in llm.calls)
     assert [c["user"].split("## Candidate memory\n")[1] for c in llm.calls[::2]] == [i.render() for i in items]
     assert [(v.destination, v.owners, v.approvers) for v in verdicts] == [("private", ("ma",), ("ma",))] * 2
     down = _method(_Recorder(fail=ContextLimitError("too long")))
@@ -395,7 +398,8 @@ def test_a_duplicate_id_is_refused_and_state_keeps_items_as_they_were():
         banks.add(_item("1"))
     assert banks.state_dict() == [_item("1", "private", ["ma"])]
     banks.add(_item("2"))
-    assert banks.counts() == {"shared": 1, "private": 1}
+    banks.add(_item("3"))
+    assert banks.counts() == {"shared": 2, "private": 1}
 
 
 def test_retrieval_skips_the_tasks_own_items_by_default_and_never_returns_more_than_k():

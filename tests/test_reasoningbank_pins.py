@@ -159,7 +159,7 @@ def test_the_instruction_key_ignores_what_a_conversation_presents_when_recalling
     ]:
         ep = bm.episode(instruction, task_id, True)
         memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
-    query = bm.query("Cancel the pending order of office chairs", "new", context="exchange running shoes larger size")
+    query = bm.query("Cancel the pending order", "new", context="Exchange the running shoes for a larger size")
     query = replace(query, task=replace(query.task, mode="conversation"))
     assert {i.metadata["source_task"] for i in memory.recall(query)} == {"cancel"}
 
