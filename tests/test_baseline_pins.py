@@ -1,0 +1,298 @@
+"""Pins of MemoryBank and MacNet-M that mutation testing found unchecked (issue 17): what each stores,
+recalls and audits, MemoryBank's summary call and forgetting curve, MacNet-M's critique and key."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import baseline_mocks as bm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aecg_bench import registry
+from aecg_bench.audit import AuditLog
+from aecg_bench.contracts import MemoryServices
+from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.providers import ContextLimitError
+from aecg_bench.types import DecisionNode
+from baselines.llm_calls import stable_uniform
+from baselines.macnet_m import last_critique
+from baselines.memorybank import SUMMARY_SYSTEM, _clean_summary
+from baselines.trajectory_text import render_trajectory
+
+
+def _plain(events: list[dict]) -> list[dict]:
+    return [{k: v for k, v in e.items() if k != "seq"} for e in events]
+
+
+@dataclass
+class _Reply:
+    text: str
+
+
+class _Recorder:
+    """Stands in for the LLM client: records each call, answers `reply` (or raises `fail`)."""
+
+    def __init__(self, reply: str = "Summary: the team sorted the numbers and checked the order.", fail=None):
+        self.reply, self.fail, self.calls = reply, fail, []
+
+    def complete(self, messages, **kwargs):
+        self.calls.append({"system": messages[0]["content"], "user": messages[1]["content"], **kwargs})
+        if self.fail is not None:
+            raise self.fail
+        return _Reply(self.reply)
+
+
+def _services(llm=None, seed: int = 0) -> MemoryServices:
+    return MemoryServices(llm=llm or _Recorder(), embedder=Embedder("lexical"), audit=AuditLog(), seed=seed)
+
+
+# -- MemoryBank -----------------------------------------------------------------------------------
+
+KEEP = {"time_unit_tasks": 1e6}
+
+
+def _bank(llm=None, seed: int = 0, **params):
+    services = _services(llm, seed)
+    return registry.build("memory", "memorybank", params, services=services), services
+
+
+def test_the_summary_call_runs_at_its_settings_on_the_clipped_trajectory():
+    llm = _Recorder()
+    memory, _ = _bank(llm, max_trajectory_chars=250, **KEEP)
+    ep = bm.episode(bm.SORT, "s", True, actions=tuple(f"step number {i} " * 5 for i in range(40)))
+    memory.observe(ep)
+    (call,) = llm.calls
+    assert (call["system"], call["temperature"], call["max_tokens"], call["role"]) == (
+        SUMMARY_SYSTEM,
+        0.1,
+        256,
+        "memory",
+    )
+    trajectory = render_trajectory(ep.trajectory, max_chars=250)
+    assert call["user"].endswith(f"Task: {bm.SORT}\n\nTrajectory:\n{trajectory}")
+    custom, _ = _bank(llm, summary_temperature=0.6, summary_max_tokens=99, **KEEP)
+    custom.observe(ep)
+    assert (llm.calls[-1]["temperature"], llm.calls[-1]["max_tokens"]) == (0.6, 99)
+
+
+def test_summaries_lose_echoed_prefixes_and_too_short_ones_are_dropped():
+    assert _clean_summary("Summary: Description: the team sorted it.") == "the team sorted it."
+    assert _clean_summary("Then you would write:   the team sorted it.") == "the team sorted it."
+    assert _clean_summary("  the team\n sorted   it. ") == "the team sorted it."
+    assert _clean_summary("summary: 123456789") == "" and _clean_summary("summary: 1234567890") == "1234567890"
+    assert _clean_summary(None) == "" and _clean_summary("") == ""
+    long = _clean_summary("word " * 400)
+    assert len(long) <= 1200 and "\n...\n" in long and long.startswith("word")
+
+
+def test_a_memory_is_stored_with_its_summary_outcome_excerpt_and_clock():
+    memory, services = _bank(excerpt_chars=30, **KEEP)
+    ep = bm.episode(bm.SORT, "s", False, actions=("look", "finish"))
+    memory.observe(ep)
+    tail = render_trajectory(ep.trajectory, max_chars=10**9, with_agents=False)
+    assert memory.memories == {
+        "mb-0": {
+            "id": "mb-0",
+            "task_id": "s",
+            "instruction": bm.SORT,
+            "summary": "the team sorted the numbers and checked the order.",
+            "success": False,
+            "excerpt": tail[-30:].lstrip(),
+            "strength": 1.0,
+            "created": 1,
+            "last_recall": 1,
+        }
+    }
+    assert _plain(services.audit.read()) == [
+        {
+            "event": "admit",
+            "memory_id": "mb-0",
+            "task": "s",
+            "success": False,
+            "summary": "the team sorted the numbers and checked the order.",
+        }
+    ]
+    assert memory.stats() == {"memories": 1.0}
+    none, _ = _bank(excerpt_chars=0, **KEEP)
+    none.observe(ep)
+    assert none.memories["mb-0"]["excerpt"] == ""
+
+
+def test_recalled_memories_say_how_the_task_ended_and_carry_their_strength():
+    memory, _ = _bank(top_k=3, initial_strength=2.0, **KEEP)
+    for task_id, success in [("s", True), ("f", False), ("u", None)]:
+        memory.observe(bm.episode(bm.SORT, task_id, success))
+    query = replace(bm.query(bm.SORT, "q"), level="team")
+    items = {i.metadata["source_task"]: i for i in memory.recall(query)}
+    summary = "the team sorted the numbers and checked the order."
+    for task_id, word in [("s", "succeeded"), ("f", "failed"), ("u", "ended (outcome unknown)")]:
+        m = next(m for m in memory.memories.values() if m["task_id"] == task_id)
+        item = items[task_id]
+        assert (
+            item.text
+            == f"An earlier task ({bm.SORT}) {word}. What happened: {summary}\nEnd of its trajectory:\n{m['excerpt']}"
+        )
+        assert (item.id, item.level, item.kind) == (m["id"], "team", "episode")
+        assert item.metadata == {"source_task": task_id, "success": m["success"], "strength": 2.0}
+        assert 0.0 < item.score <= 1.0 + 1e-6
+    short, _ = _bank(excerpt_chars=0, **KEEP)
+    short.observe(bm.episode(bm.SORT, "s", True))
+    assert (
+        short.recall(bm.query(bm.SORT, "q"))[0].text
+        == f"An earlier task ({bm.SORT}) succeeded. What happened: {summary}"
+    )
+
+
+def test_an_unusable_summary_is_audited_and_time_still_passes():
+    memory, services = _bank(_Recorder("ok"), **KEEP)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    assert memory.memories == {} and memory.clock == 1
+    assert _plain(services.audit.read()) == [
+        {"event": "skip", "purpose": "summary", "reason": "unparsable", "reply": "ok", "task": "s"}
+    ]
+    limited, services2 = _bank(_Recorder(fail=ContextLimitError("too long")), **KEEP)
+    limited.observe(bm.episode(bm.SORT, "s", True))
+    assert [(e["purpose"], e["reason"]) for e in services2.audit.read()] == [("summary", "context_limit")]
+
+
+def test_reinforcement_adds_the_increment_resets_the_clock_and_ignores_unknown_ids():
+    memory, services = _bank(strength_increment=0.5, **KEEP)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    memory.observe(bm.episode(bm.TRANSLATE, "t", True))
+    memory.observe(bm.episode(bm.SORT, "r", True, recalled=("mb-0", "mb-99")))
+    m0, m1 = memory.memories["mb-0"], memory.memories["mb-1"]
+    assert (m0["strength"], m0["last_recall"], m1["strength"], m1["last_recall"]) == (1.5, 3, 1.0, 2)
+    reinforce = [e for e in _plain(services.audit.read()) if e["event"] == "reinforce"]
+    assert reinforce == [{"event": "reinforce", "memory_id": "mb-0", "task": "r", "strength": 1.5}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 50), st.sampled_from(["threshold", "resample"]), st.floats(0.5, 4.0))
+def test_a_memory_is_forgotten_exactly_when_its_retention_falls_below_its_draw(seed, forgetting, unit):
+    memory, services = _bank(seed=seed, time_unit_tasks=unit, forgetting=forgetting)
+    alive: dict[str, dict] = {}
+    for i in range(6):
+        memory.observe(bm.episode(f"{bm.SORT} variant {i}", f"t{i}", True))
+        clock = memory.clock
+        alive[f"mb-{i}"] = {"last_recall": clock, "strength": 1.0}
+        expected_gone = []
+        for mid, m in alive.items():
+            r = math.exp(-((clock - m["last_recall"]) / unit) / m["strength"])
+            u = stable_uniform(seed, "memorybank", mid, *([clock] if forgetting == "resample" else []))
+            if r < u:
+                expected_gone.append((mid, round(r, 6)))
+        for mid, _ in expected_gone:
+            del alive[mid]
+        assert set(memory.memories) == set(alive)
+        forgets = [e for e in _plain(services.audit.read()) if e["event"] == "forget" and e["clock"] == clock]
+        assert [(e["memory_id"], e["retention"], e["strength"]) for e in forgets] == [
+            (mid, r, 1.0) for mid, r in expected_gone
+        ]
+    recalled = {i.id for i in memory.recall(bm.query(bm.SORT, "q"))}
+    assert recalled <= set(alive)
+
+
+def test_state_round_trips_and_ids_and_clock_continue():
+    memory, _ = _bank(**KEEP)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    memory.observe(bm.episode(bm.TRANSLATE, "t", True))
+    state = memory.state_dict()
+    assert state == {"clock": 2, "next_id": 2, "memories": list(memory.memories.values())}
+    fresh, _ = _bank(**KEEP)
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state
+    fresh.observe(bm.episode(bm.SORT, "u", True))
+    assert list(fresh.memories)[-1] == "mb-2" and fresh.memories["mb-2"]["created"] == 3
+
+
+# -- MacNet-M -------------------------------------------------------------------------------------
+
+
+def _macnet(**params):
+    services = _services()
+    return registry.build("memory", "macnet_m", params, services=services), services
+
+
+def test_a_solution_is_stored_under_its_task_and_opening_and_audited():
+    memory, services = _macnet(context_chars=5)
+    ep = bm.episode(f"  {bm.SORT}  ", "s", True, actions=("sort",), critic="Check stability.")
+    memory.observe(ep)
+    assert memory.solutions == {
+        "mn-0": {
+            "id": "mn-0",
+            "task_id": "s",
+            "instruction": f"  {bm.SORT}  ",
+            "key": f"{bm.SORT}\nStart",
+            "solution": "1. sort",
+            "critique": "Check stability.",
+            "success": True,
+        }
+    }
+    assert _plain(services.audit.read()) == [{"event": "admit", "memory_id": "mn-0", "task": "s", "success": True}]
+    assert memory.stats() == {"solutions": 1.0}
+    empty, services = _macnet()
+    empty.observe(bm.episode(bm.SORT, "e", False, actions=()))
+    assert _plain(services.audit.read()) == [
+        {"event": "skip", "purpose": "store", "reason": "no_solution", "task": "e"}
+    ]
+
+
+def test_recalled_solutions_read_as_upstream_artifacts():
+    memory, _ = _macnet(recall_failures=True, top_k=3)
+    memory.observe(bm.episode(bm.SORT, "s", True, actions=("sort",), critic="Check stability."))
+    memory.observe(bm.episode(bm.SORT, "f", False, actions=("shuffle",)))
+    query = replace(bm.query(bm.SORT, "q", context="Start of it."), level="team")
+    items = {i.metadata["source_task"]: i for i in memory.recall(query)}
+    assert (
+        items["s"].text
+        == f"Solution to a similar earlier task ({bm.SORT}):\n1. sort\nCritique it received: Check stability."
+    )
+    assert items["f"].text == f"Solution to a similar earlier task ({bm.SORT}) (this solution FAILED):\n1. shuffle"
+    assert (items["s"].id, items["s"].level, items["s"].kind) == ("mn-0", "team", "solution")
+    assert items["f"].metadata == {"source_task": "f", "success": False} and 0.5 < items["s"].score <= 1.0 + 1e-6
+    unlabelled, _ = _macnet(recall_failures=False)
+    unlabelled.observe(bm.episode(bm.SORT, "u", None, actions=("sort",)))
+    assert unlabelled.recall(bm.query(bm.SORT, "q")) == []
+
+
+def test_the_recall_key_is_the_instruction_and_a_clipped_context():
+    memory, _ = _macnet(context_chars=10, top_k=1)
+    for task_id, opening in [("chairs", "office chairs and desks"), ("shoes", "running shoes larger size")]:
+        ep = bm.episode("Handle the customer request", task_id, True, actions=("act",))
+        ep.trajectory.initial_observation = opening
+        memory.observe(ep)
+    assert memory.solutions["mn-1"]["key"] == "Handle the customer request\nrunning sh"
+    query = bm.query("Handle the customer request", "q", context="running shoes, please")
+    assert [i.metadata["source_task"] for i in memory.recall(query)] == ["shoes"]
+
+
+def test_the_last_critique_is_the_latest_critic_like_decision_clipped():
+    ep = bm.episode(bm.SORT, "s", True, actions=("sort",), critic="Old critique.")
+    traj = ep.trajectory
+    for i, (role, output) in enumerate(
+        [("reviewer", "Reviewed: " + "x " * 50), ("actor", "not a critique"), ("judge", "  ")]
+    ):
+        traj.add_decision(DecisionNode(id=f"z{i}", agent="a", role=role, level="agent", output=output))
+    assert last_critique(traj, 20) == "Reviewed: x x x x..."
+    assert last_critique(traj, 0) == ""
+    for role in ("Critic", "instructor", "verifier", "judge"):
+        t = bm.episode(bm.SORT, "s", True).trajectory
+        t.add_decision(DecisionNode(id="c", agent="a", role=role, level="agent", output="Do better."))
+        assert last_critique(t, 100) == "Do better.", role
+    memory, _ = _macnet(critique_chars=0)
+    memory.observe(ep)
+    assert memory.solutions["mn-0"]["critique"] == ""
+
+
+def test_macnet_state_round_trips_and_ids_continue():
+    memory, _ = _macnet()
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    state = memory.state_dict()
+    assert state == {"next_id": 1, "solutions": list(memory.solutions.values())}
+    fresh, _ = _macnet()
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state and [i.id for i in fresh.recall(bm.query(bm.SORT, "q"))] == ["mn-0"]
+    fresh.observe(bm.episode(bm.TRANSLATE, "t", True))
+    assert list(fresh.solutions) == ["mn-0", "mn-1"]
