@@ -30,7 +30,14 @@ from baselines.edv.distill import Distilled, distill, parse_distilled
 from baselines.edv.execute import execute, outcome_text
 from baselines.edv.judge import parse_best
 from baselines.edv.pool import Assignment, Pool, StagePlan
-from baselines.edv.prompts import VERIFY_GRAMMAR, VERIFY_SYSTEM, Candidate, distill_grammar, judge_grammar
+from baselines.edv.prompts import (
+    VERIFY_GRAMMAR,
+    VERIFY_SYSTEM,
+    Candidate,
+    distill_grammar,
+    judge_grammar,
+    judge_messages,
+)
 from baselines.edv.verify import parse_vote, verify_items
 from baselines.llm_calls import stable_seed
 from baselines.reasoningbank import ReasoningItem
@@ -504,7 +511,7 @@ def test_a_one_model_pool_needs_no_judge_and_a_bad_judge_model_is_named():
     assert score == ("solo", 0) and proxy.calls == [] and "adjudication" not in episode.trajectory.metadata
     with pytest.raises(ConfigError, match="judge_model 'zz' is not a configured model: ma, mb, mc"):
         registry.build("memory", "judge", {"judge_model": "zz"}, services=_judge_services("")[0])
-    with pytest.raises(ConfigError, match="memory 'judge' needs the run's LLM client"):
+    with pytest.raises(ConfigError, match=r"^memory 'judge' needs the run's LLM client \(its model pool\)$"):
         registry.build("memory", "judge", {}, services=_no_llm())
 
 
@@ -579,7 +586,7 @@ def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model(
 def test_router_params_reach_its_ability_matrix():
     router = registry.build("memory", "router", {"prior_strength": 4.0, "confidence": 0.0}, services=em.services())
     assert (router.ability.prior_strength, router.ability.confidence) == (4.0, 0.0)
-    with pytest.raises(ConfigError, match="memory 'router' needs the run's LLM client"):
+    with pytest.raises(ConfigError, match=r"^memory 'router' needs the run's LLM client \(its model pool\)$"):
         registry.build("memory", "router", {}, services=_no_llm())
 
 
@@ -743,3 +750,34 @@ def test_best_overall_routing_and_memory_while_executing_follow_their_params():
     assert memory.select_model(em.task("q", task_type="never-seen")) == "ma"
     memory.load_state_dict({**memory.state_dict(), "ability": [["x", "mb", 9, 9], ["x", "ma", 0, 9]]})
     assert memory.select_model(em.task("q", task_type="never-seen")) == "mb"
+
+
+def test_the_judge_reads_numbered_attempts_of_its_own_pool_under_its_prompt():
+    services, proxy = _judge_services("Best: 1")
+    judge = registry.build("memory", "judge", {"pool": ["mb", "mc"], "max_chars_per_candidate": 300}, services=services)
+    rollout = _PoolRollout(em.task())
+    judge.solve(em.task(), rollout)
+    assert [c[0] for c in rollout.calls] == ["mb", "mc"]
+    (call,) = proxy.calls
+    candidates = [
+        Candidate(n, "", Trajectory(task_id="t1", framework="scripted", initial_observation=f"attempt by {m}"), "")
+        for n, m in [(1, "mb"), (2, "mc")]
+    ]
+    assert (call["system"], call["user"]) == judge_messages(em.task(), candidates, max_chars=300)
+    assert "### Attempt 1\n" in call["user"] and "### Attempt 2\n" in call["user"] and "Attempt 0" not in call["user"]
+
+
+class _TooLong(_Proxy):
+    def complete(self, messages, **kwargs):
+        raise ContextLimitError("prompt too long")
+
+
+def test_a_judge_prompt_over_the_context_is_audited_and_falls_back():
+    services, proxy = _judge_services("Best: 2")
+    services.llm = _TooLong(proxy.llm)
+    judge = registry.build("memory", "judge", {}, services=services)
+    episode, _ = judge.solve(em.task(), _PoolRollout(em.task()))
+    skip = next(e for e in services.audit.read() if e["event"] == "skip")
+    assert (skip["purpose"], skip["reason"]) == ("adjudicate", "context_limit")
+    assert episode.trajectory.metadata["adjudication"]["fallback"] is True
+    assert next(e for e in services.audit.read() if e["event"] == "adjudicate")["reply"] == ""
