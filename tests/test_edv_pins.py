@@ -551,11 +551,16 @@ def test_the_router_probes_every_model_then_routes_each_task_type_to_its_best():
         (m, m == "mb", "t1", "cancel") for m in ("ma", "ma", "mb", "mb", "mc", "mc")
     ]
     assert router.select_model(em.task("q", task_type="cancel")) == "mb"
+    other = em.task("t2", task_type="refund")
+    for _ in range(3):
+        router.build(other, _PoolRollout(other, succeeds=("ma",)))
+    assert router.select_model(em.task("q", task_type="cancel")) == "mb"
+    assert router.select_model(em.task("q", task_type="refund")) == "ma"
     assert router.recall(em.RecallQuery(task=t, level="agent", agent="a", role="actor")) == []
-    assert router.stats() == {"observations": 6.0}
+    assert router.stats() == {"observations": 24.0}
     fresh = registry.build("memory", "router", {}, services=em.services())
     fresh.load_state_dict(router.state_dict())
-    assert fresh.state_dict() == router.state_dict() and fresh.select_model(em.task("q")) == "mb"
+    assert fresh.state_dict() == router.state_dict() and fresh.select_model(em.task("q", task_type="refund")) == "ma"
 
 
 def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model():
@@ -563,11 +568,21 @@ def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model(
     router = registry.build("memory", "router", {"pool": ["ma", "mb"]}, services=services)
     t = em.task("t1")
     router.build(t, _PoolRollout(t, succeeds=None))  # type: ignore[arg-type]
-    skips = [(e["purpose"], e["reason"], e["model"]) for e in services.audit.read() if e["event"] == "skip"]
-    assert skips == [("probe", "no_label", "ma"), ("probe", "no_label", "mb")] and router.ability.cells == {}
+    skips = [e for e in _plain(services.audit.read()) if e["event"] == "skip"]
+    assert skips == [
+        {"event": "skip", "purpose": "probe", "reason": "no_label", "task": "t1", "model": m} for m in ("ma", "mb")
+    ]
+    assert router.ability.cells == {}
     ep = _episode(True)
     router.observe(ep)  # no decisions: no model to credit
-    assert services.audit.read()[-1]["reason"] == "not_one_pool_model" and router.ability.cells == {}
+    assert _plain(services.audit.read())[-1] == {
+        "event": "skip",
+        "purpose": "observe",
+        "reason": "not_one_pool_model",
+        "task": "t1",
+        "models": [],
+    }
+    assert router.ability.cells == {}
     ep.trajectory.add_decision(
         DecisionNode(
             id="d0", agent="solver", role="actor", level="agent", output="x", action=Action("command", "x"), model="mb"
