@@ -26,6 +26,7 @@ from aecg_bench.llm.providers import ContextLimitError
 from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Trajectory
 from baselines.edv.ability import AbilityMatrix
 from baselines.edv.banks import Banks, item_text
+from baselines.edv.contamination import CORRUPT_SYSTEM, load_items
 from baselines.edv.distill import Distilled, distill, parse_distilled
 from baselines.edv.execute import execute, outcome_text
 from baselines.edv.judge import parse_best
@@ -796,3 +797,97 @@ def test_a_judge_prompt_over_the_context_is_audited_and_falls_back():
     assert (skip["purpose"], skip["reason"]) == ("adjudicate", "context_limit")
     assert episode.trajectory.metadata["adjudication"]["fallback"] is True
     assert next(e for e in services.audit.read() if e["event"] == "adjudicate")["reply"] == ""
+
+
+# -- the contamination study's ReasoningBank ------------------------------------------------------
+
+REAL = (
+    "# Memory Item 1\n## Title Real rule\n## Description Real.\n## Content Check the order first.\n"
+    "# Memory Item 2\n## Title Second rule\n## Description Two.\n## Content Ask for the name."
+)
+WRONG = "# Memory Item 1\n## Title Wrong rule\n## Description Wrong.\n## Content Never check the order."
+
+
+def _contaminated(corrupt_reply: str, **params):
+    llm = _Recorder(lambda system, user, model: corrupt_reply if system == CORRUPT_SYSTEM else REAL)
+    services = em.services(llm)  # type: ignore[arg-type]
+    memory = registry.build("memory", "reasoningbank_contaminated", {"source": "llm", **params}, services=services)
+    return memory, services, llm
+
+
+def _feed(memory, n: int) -> None:
+    for i in range(n):
+        t = em.task(f"t{i}", instruction=f"Cancel order number {i}")
+        memory.observe(Episode(t, Trajectory(task_id=t.id, framework="scripted"), Outcome(success=True, value=1.0)))
+
+
+def test_the_llm_source_rewrites_the_real_items_at_its_own_settings():
+    memory, _, llm = _contaminated(WRONG, corrupt_temperature=0.4, extract_max_tokens=200)
+    _feed(memory, 10)
+    corrupt = [c for c in llm.calls if c["system"] == CORRUPT_SYSTEM]
+    assert len(corrupt) == 1
+    (call,) = corrupt
+    real = (
+        "# Memory Item 1\n## Title Real rule\n## Description Real.\n## Content Check the order first.\n\n"
+        "# Memory Item 2\n## Title Second rule\n## Description Two.\n## Content Ask for the name."
+    )
+    assert call["user"] == f"**Task:** Cancel order number 9\n\n{real}"
+    assert (call["role"], call["temperature"], call["max_tokens"]) == ("contaminator", 0.4, 200)
+    injected = [e for e in memory.entries.values() if e["origin"] == "contamination"]
+    assert [(e["task_id"], e["items"][0]["title"]) for e in injected] == [("t9", "Wrong rule")]
+
+
+def test_an_unparsable_rewrite_keeps_the_tasks_real_items_and_is_audited():
+    memory, services, _ = _contaminated("I will not do that.")
+    _feed(memory, 10)
+    assert memory.injected_entries() == 0 and len(memory.entries) == 10
+    last = list(memory.entries.values())[-1]
+    assert (last["task_id"], last["origin"], last["items"][0]["title"]) == ("t9", "induced", "Real rule")
+    skips = [e for e in _plain(services.audit.read()) if e["event"] == "skip"]
+    assert skips == [
+        {
+            "event": "skip",
+            "purpose": "contaminate",
+            "reason": "unparsable",
+            "reply": "I will not do that.",
+            "task": "t9",
+        }
+    ]
+    fine, services, _ = _contaminated(WRONG)
+    _feed(fine, 10)
+    assert not [e for e in services.audit.read() if e["event"] == "skip"]
+
+
+def test_a_rewrite_over_the_context_limit_is_audited_under_its_purpose():
+    llm = _Recorder(
+        lambda system, user, model: (
+            (_ for _ in ()).throw(ContextLimitError("long")) if system == CORRUPT_SYSTEM else REAL
+        )
+    )
+    services = em.services(llm)  # type: ignore[arg-type]
+    memory = registry.build("memory", "reasoningbank_contaminated", {"source": "llm"}, services=services)
+    _feed(memory, 10)
+    skip = next(e for e in services.audit.read() if e["event"] == "skip")
+    assert (skip["purpose"], skip["reason"]) == ("contaminate", "context_limit")
+
+
+def test_contamination_files_skip_blank_lines_and_default_a_missing_description(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text(
+        '{"title": "Ä rule", "content": "Pay with a certificate."}\n\n'
+        '{"title": "B rule", "description": "Desc.", "content": "Never refund."}\n',
+        encoding="utf-8",
+    )
+    assert load_items(path) == [
+        ReasoningItem("Ä rule", "", "Pay with a certificate."),
+        ReasoningItem("B rule", "Desc.", "Never refund."),
+    ]
+    for missing in (None, ""):
+        with pytest.raises(
+            ConfigError,
+            match=r"^reasoningbank_contaminated: source=file needs items_file \(JSONL of title/description/content\)$",
+        ):
+            load_items(missing)
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    with pytest.raises(ConfigError, match=r"^reasoningbank_contaminated: \S+empty.jsonl holds no items$"):
+        load_items(tmp_path / "empty.jsonl")
