@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import edv_mocks as em
@@ -891,3 +891,131 @@ def test_contamination_files_skip_blank_lines_and_default_a_missing_description(
     (tmp_path / "empty.jsonl").write_text("\n\n")
     with pytest.raises(ConfigError, match=r"^reasoningbank_contaminated: \S+empty.jsonl holds no items$"):
         load_items(tmp_path / "empty.jsonl")
+
+
+# -- the method: params reach their stage ---------------------------------------------------------
+
+
+def _edv(params: dict, llm=None, seed: int = 0, embedder=None):
+    services = em.services(llm or em.pool_client(), seed=seed)
+    if embedder is not None:
+        services.embedder = embedder
+    return registry.build("memory", "edv", params, services=services), services
+
+
+def test_edv_params_reach_the_pool_the_banks_and_the_matrix():
+    memory, _ = _edv({"pool": ["mc", "mb", "ma"], "rotate_roles": False, "index_text": "item"})
+    assert memory.pool.members == ("mc", "mb", "ma") and memory.plan.fixed == "mc"
+    assert memory.banks.index_text == "item"
+    tuned, _ = _edv({"prior_strength": 5.0, "confidence": 0.25})
+    assert (tuned.ability.prior_strength, tuned.ability.confidence) == (5.0, 0.25)
+    with pytest.raises(ConfigError, match=r"^memory 'edv' needs the run's LLM client \(its model pool\)$"):
+        registry.build("memory", "edv", {}, services=_no_llm())
+
+
+def test_stage_temperatures_and_shown_outcomes_reach_the_distiller_and_verifiers():
+    proxy = _Proxy(em.pool_client(ma=1.0, mb=0.3, mc=0.6))
+    params = {"rotate_roles": False, "verify_temperature": None, "show_outcomes": True}
+    memory, _ = _edv(params, proxy)
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    distill_calls = [c for c in proxy.calls if c["role"] == "distiller"]
+    assert [(c["model"], c["temperature"]) for c in distill_calls] == [("mc", 0.6)]
+    verify = {(c["model"], c["temperature"]) for c in proxy.calls if c["role"] == "verifier"}
+    assert verify == {("ma", 1.0), ("mb", 0.3)}
+    assert all("outcome: success" in c["user"] for c in proxy.calls)
+    fixed = _Proxy(em.pool_client(ma=1.0, mb=0.3, mc=0.6))
+    memory, _ = _edv({"rotate_roles": False, "distill_temperature": 0.9, "verify_temperature": 0.2}, fixed)
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    assert {(c["role"], c["temperature"]) for c in fixed.calls} == {("distiller", 0.9), ("verifier", 0.2)}
+
+
+def test_each_construction_draws_its_roles_from_the_run_seed_and_the_task():
+    memory, services = _edv({"rotate_roles": True}, seed=5)
+    for i in range(4):
+        t = em.task(f"t{i}")
+        memory.build(t, em.ScriptedRollout(t, memory))
+    drawn = [(e["executors"], e["distiller"]) for e in services.audit.read() if e["event"] == "assign"]
+    expected = [memory.pool.assign(memory.plan, seed=5, task_id=f"t{i}", visit=0) for i in range(4)]
+    assert drawn == [(list(a.executors), a.distiller) for a in expected]
+
+
+def test_a_discarded_item_does_not_stop_the_items_after_it():
+    scripts = {m: em.verdicts(("Beta rule", "Gamma rule")) for m in ("ma", "mb", "mc")}
+    memory, _ = _edv({"rotate_roles": False}, em.pool_client(scripts))
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    assert [i["title"] for i in memory.banks.items.values()] == ["Beta rule", "Gamma rule"] and memory.discarded == 1
+
+
+def test_an_unparsable_or_missing_distillation_reply_is_audited_clipped():
+    long = "x" * 700
+    scripts = {m: [{"match": "strict third-party evaluator", "reply": long}] for m in ("ma", "mb", "mc")}
+    memory, services = _edv({"rotate_roles": False}, em.pool_client(scripts))
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    (event,) = [e for e in services.audit.read() if e["event"] == "distill"]
+    assert event["reply"] == "x" * 500 and event["reason"] == "unparsable"
+
+    class _NoDistiller(_Proxy):
+        def complete(self, messages, **kwargs):
+            if kwargs.get("role") == "distiller":
+                raise ContextLimitError("too long")
+            return super().complete(messages, **kwargs)
+
+    memory, services = _edv({"rotate_roles": False}, _NoDistiller(em.pool_client()))
+    memory.build(em.task(), em.ScriptedRollout(em.task(), memory))
+    (event,) = [e for e in services.audit.read() if e["event"] == "distill"]
+    assert event["reply"] == "" and event["reason"] == "unparsable"
+
+
+def test_observing_without_a_pending_rollout_is_skipped_after_start_and_after_a_restore():
+    memory, services = _edv({})
+    memory.observe(_episode(True))
+    t = em.task("t1")
+    memory.solve(t, em.ScriptedRollout(t, memory))
+    memory.load_state_dict(memory.state_dict())
+    memory.observe(_episode(True))
+    skips = [e for e in _plain(services.audit.read()) if e["event"] == "skip"]
+    assert skips == [{"event": "skip", "purpose": "construct", "reason": "no_rollout", "task": "t1"}] * 2
+
+
+def test_routing_by_task_type_and_by_best_overall_differ_where_the_records_differ():
+    state = {"ability": [["x", "ma", 3, 3], ["x", "mb", 0, 3], ["y", "ma", 0, 20], ["y", "mb", 20, 20]]}
+    picks = {}
+    for routing in ("ability", "best_overall"):
+        memory, _ = _edv({"routing": routing})
+        memory.load_state_dict({**memory.state_dict(), **state})
+        picks[routing] = memory.select_model(em.task("q", task_type="x"))
+    assert picks == {"ability": "ma", "best_overall": "mb"}
+
+
+def test_recall_applies_each_banks_threshold_the_key_and_the_same_task_guard():
+    memory, _ = _edv({"rotate_roles": False})
+    memory.build(em.task("t1"), em.ScriptedRollout(em.task("t1"), memory))
+    near = em.task("t2", instruction="Cancel the pending order of the customer")
+
+    def recalled(**params):
+        m, _ = _edv({"rotate_roles": False, **params})
+        m.load_state_dict(memory.state_dict())
+        m._acting = "ma"
+        query = em.RecallQuery(task=near, level="agent", agent="solver", role="actor", context="")
+        return [(i.id, i.metadata["bank"]) for i in m.recall(query)]
+
+    assert recalled(shared_threshold=0.0, private_threshold=0.0) == [("edv-0", "shared"), ("edv-1", "private:ma")]
+    assert recalled(shared_threshold=0.999, private_threshold=0.0) == [("edv-1", "private:ma")]
+    assert recalled(shared_threshold=0.0, private_threshold=0.999) == [("edv-0", "shared")]
+    own = em.RecallQuery(task=em.task("t1"), level="agent", agent="solver", role="actor", context="")
+    unguarded, _ = _edv({"exclude_same_task": False})
+    unguarded.load_state_dict(memory.state_dict())
+    assert [i.id for i in unguarded.recall(own)] == ["edv-0"]
+
+
+def test_the_instruction_key_files_and_finds_items_by_the_instruction_alone():
+    emb = _Texts()
+    memory, _ = _edv({"rotate_roles": False, "retrieval_key": "instruction"}, embedder=emb)
+    t = replace(em.task("t1"), mode="conversation")
+    memory.build(t, em.ScriptedRollout(t, memory, opening="Hi, please cancel my order."))
+    assert {i["query"] for i in memory.banks.items.values()} == {em.INSTRUCTION}
+    query = em.RecallQuery(
+        task=replace(em.task("t2"), mode="conversation"), level="agent", agent="s", role="actor", context="Hello there"
+    )
+    memory.recall(query)
+    assert emb.seen[-1] == em.INSTRUCTION
