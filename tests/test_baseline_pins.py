@@ -19,7 +19,7 @@ from aecg_bench.types import DecisionNode
 from baselines.llm_calls import stable_uniform
 from baselines.macnet_m import last_critique
 from baselines.memorybank import SUMMARY_SYSTEM, _clean_summary
-from baselines.trajectory_text import render_trajectory
+from baselines.trajectory_text import clip, one_line, render_trajectory
 
 
 def _plain(events: list[dict]) -> list[dict]:
@@ -296,3 +296,57 @@ def test_macnet_state_round_trips_and_ids_continue():
     assert fresh.state_dict() == state and [i.id for i in fresh.recall(bm.query(bm.SORT, "q"))] == ["mn-0"]
     fresh.observe(bm.episode(bm.TRANSLATE, "t", True))
     assert list(fresh.solutions) == ["mn-0", "mn-1"]
+
+
+def test_the_excerpt_is_the_plain_tail_of_the_whole_trajectory():
+    memory, services = _bank(
+        _Recorder("Summary: " + "the team went through many long steps " * 20), excerpt_chars=500, **KEEP
+    )
+    ep = bm.episode(bm.SORT, "s", True, actions=tuple(f"step number {i} " * 4 for i in range(30)))
+    ep.trajectory.add_decision(
+        DecisionNode(id="c", agent="critic", role="critic", level="agent", step=29, output="Looks right.")
+    )
+    memory.observe(ep)
+    m = memory.memories["mb-0"]
+    tail = render_trajectory(ep.trajectory, max_chars=10**9, with_agents=False)
+    assert m["excerpt"] == tail[-500:].lstrip() and len(m["excerpt"]) >= 490 and "[critic/critic]" not in m["excerpt"]
+    admit = next(e for e in services.audit.read() if e["event"] == "admit")
+    assert admit["summary"] == m["summary"][:300] and len(m["summary"]) > 300
+
+
+def test_long_summaries_and_instructions_are_clipped_to_their_bounds():
+    text = "word " * 400
+    assert _clean_summary(text) == clip(" ".join(text.split()), 1200)
+    memory, _ = _bank(**KEEP)
+    long_task = "Sort the list " + "and then sort it again " * 20
+    memory.observe(bm.episode(long_task, "s", True))
+    (item,) = memory.recall(bm.query(long_task, "q"))
+    assert item.text.startswith(f"An earlier task ({one_line(long_task, 200)}) succeeded.")
+
+
+def test_an_unknown_recalled_id_does_not_stop_reinforcing_the_known_ones():
+    memory, _ = _bank(**KEEP)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    memory.observe(bm.episode(bm.SORT, "r", True, recalled=("mb-99", "mb-0")))
+    assert memory.memories["mb-0"]["strength"] == 2.0
+
+
+def test_a_conversation_is_recalled_by_what_the_user_asks():
+    memory, _ = _bank(_Recorder("Summary: the agent exchanged running shoes for a larger size."), top_k=1, **KEEP)
+    ep = bm.episode("Help the customer per the policy", "shoes", True)
+    memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
+    other = _Recorder("Summary: the agent cancelled a pending order of office chairs.")
+    memory.services.llm = other
+    ep = bm.episode("Help the customer per the policy", "chairs", True)
+    memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
+    query = bm.query("Help the customer per the policy", "q", context="cancel my pending order of office chairs")
+    query = replace(query, task=replace(query.task, mode="conversation"))
+    assert [i.metadata["source_task"] for i in memory.recall(query)] == ["chairs"]
+
+
+def test_a_long_excerpt_is_cut_from_the_unclipped_trajectory():
+    memory, _ = _bank(excerpt_chars=9000, **KEEP)
+    ep = bm.episode(bm.SORT, "s", True, actions=tuple(f"step number {i} " * 4 for i in range(120)))
+    memory.observe(ep)
+    tail = render_trajectory(ep.trajectory, max_chars=10**9, with_agents=False)
+    assert len(tail) > 6000 and memory.memories["mb-0"]["excerpt"] == tail[-9000:].lstrip()
