@@ -19,7 +19,7 @@ from aecg_bench.types import DecisionNode
 from baselines.llm_calls import stable_uniform
 from baselines.macnet_m import last_critique
 from baselines.memorybank import SUMMARY_SYSTEM, _clean_summary
-from baselines.trajectory_text import clip, one_line, render_trajectory
+from baselines.trajectory_text import clip, final_solution, one_line, render_trajectory
 
 
 def _plain(events: list[dict]) -> list[dict]:
@@ -350,3 +350,15 @@ def test_a_long_excerpt_is_cut_from_the_unclipped_trajectory():
     memory.observe(ep)
     tail = render_trajectory(ep.trajectory, max_chars=10**9, with_agents=False)
     assert len(tail) > 6000 and memory.memories["mb-0"]["excerpt"] == tail[-9000:].lstrip()
+
+
+def test_macnet_bounds_the_solution_the_instruction_and_even_a_one_character_critique():
+    memory, _ = _macnet(max_solution_chars=60)
+    long_task = "Sort the list " + "and then sort it again " * 20
+    ep = bm.episode(long_task, "s", True, actions=tuple(f"action number {i}" for i in range(30)), critic="Do better.")
+    memory.observe(ep)
+    s = memory.solutions["mn-0"]
+    assert s["solution"] == final_solution(ep.trajectory, 60) and len(s["solution"]) <= 60
+    (item,) = memory.recall(bm.query(long_task, "q"))
+    assert item.text.startswith(f"Solution to a similar earlier task ({one_line(long_task, 200)}):\n")
+    assert last_critique(ep.trajectory, 1) == one_line("Do better.", 1) != ""
