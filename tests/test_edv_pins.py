@@ -503,6 +503,12 @@ def test_an_unparsable_judgement_falls_back_to_the_first_attempt_and_says_so():
         "fallback": True,
     }
     assert services.llm.calls[0]["model"] == "mb" and services.llm.calls[0]["max_tokens"] == 64
+    assert episode.trajectory.initial_observation == "attempt by ma"  # the first attempt, in pool order
+    long = "Reason: " + "because " * 200 + "\nBest: 2"
+    services, _ = _judge_services(long)
+    registry.build("memory", "judge", {}, services=services).solve(em.task(), _PoolRollout(em.task()))
+    (event,) = [e for e in services.audit.read() if e["event"] == "adjudicate"]
+    assert event["reply"] == long[:800] and event["best"] == 2
 
 
 def test_a_one_model_pool_needs_no_judge_and_a_bad_judge_model_is_named():
