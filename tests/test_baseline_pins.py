@@ -16,6 +16,9 @@ from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
 from aecg_bench.llm.providers import ContextLimitError
 from aecg_bench.types import DecisionNode
+from baselines.g_memory.insights import InsightBook, Operation, parse_operations
+from baselines.g_memory.method import _chunks
+from baselines.g_memory.task_graph import TaskGraph
 from baselines.llm_calls import stable_uniform
 from baselines.macnet_m import last_critique
 from baselines.memorybank import SUMMARY_SYSTEM, _clean_summary
@@ -362,3 +365,153 @@ def test_macnet_bounds_the_solution_the_instruction_and_even_a_one_character_cri
     (item,) = memory.recall(bm.query(long_task, "q"))
     assert item.text.startswith(f"Solution to a similar earlier task ({one_line(long_task, 200)}):\n")
     assert last_critique(ep.trajectory, 1) == one_line("Do better.", 1) != ""
+
+
+# -- G-Memory: the query graph, the insight book, chunks ------------------------------------------
+
+
+def test_the_task_graph_links_distinct_tasks_both_ways_and_expands_by_hops():
+    g = TaskGraph()
+    g.add_edge("a", "a", 1.0)  # no self-loops
+    assert "a" not in g and len(g) == 0
+    for a, b in [("a", "b"), ("b", "c"), ("c", "d"), ("x", "y")]:
+        g.add_edge(a, b, 0.9)
+    g.add_node("z")
+    assert g.adj["b"] == {"a": 0.9, "c": 0.9} and len(g) == 7 and "z" in g
+    assert g.within_hops(["a"], 0) == ["a"]
+    assert g.within_hops(["a"], 1) == ["a", "b"]
+    assert g.within_hops(["a"], 2) == ["a", "b", "c"]
+    assert g.within_hops(["d", "x", "missing"], 1) == ["d", "c", "x", "y"]
+    assert g.components() == [["a", "b", "c", "d"], ["x", "y"], ["z"]]
+    again = TaskGraph.from_state(g.state())
+    assert again.adj == g.adj and list(again.adj) == list(g.adj) and again.state() == g.state()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=14),
+    st.lists(st.integers(0, 7), min_size=1, max_size=3),
+    st.integers(0, 3),
+)
+def test_hop_expansion_is_breadth_first_distance(edges, sources, hops):
+    g = TaskGraph()
+    for a, b in edges:
+        g.add_edge(str(a), str(b), 1.0)
+    got = g.within_hops([str(s) for s in sources], hops)
+
+    def dist(src: str) -> dict[str, int]:
+        d, frontier = {src: 0}, [src]
+        while frontier:
+            nxt = []
+            for n in frontier:
+                for m in g.adj.get(n, {}):
+                    if m not in d:
+                        d[m] = d[n] + 1
+                        nxt.append(m)
+            frontier = nxt
+        return d
+
+    expected = {n for s in map(str, sources) if s in g for n, k in dist(s).items() if k <= hops}
+    assert set(got) == expected and len(got) == len(expected)
+    comps = g.components()
+    assert sorted(n for c in comps for n in c) == sorted(g.adj) and all(set(c) == set(dist(c[0])) for c in comps)
+
+
+def test_operations_are_read_in_g_memorys_format_and_bad_ones_are_dropped():
+    reply = (
+        "ADD: Check the order status first.\nEDIT 2: Verify the name before lookups.\nREMOVE 1: Old rule.\n"
+        "AGREE 3: Always confirm.\nADD: no final stop\nADD: ADD another rule.\nEDIT: Rule without number.\n"
+        "AGREE 4: Category: Be brief."
+    )
+    assert parse_operations(reply) == [
+        Operation("ADD", None, "Check the order status first."),
+        Operation("EDIT", 2, "Verify the name before lookups."),
+        Operation("REMOVE", 1, "Old rule."),
+        Operation("AGREE", 3, "Always confirm."),
+        Operation("EDIT", None, "Rule without number."),
+        Operation("AGREE", 4, "Be brief."),
+    ]
+    assert parse_operations(None) == [] and parse_operations("ADD:    .") == [Operation("ADD", None, ".")]
+
+
+def _book(*rules: str) -> InsightBook:
+    book = InsightBook()
+    for r in rules:
+        book.add(r, ["task A"])
+    book.events.clear()
+    return book
+
+
+def test_critique_operations_edit_score_and_link_the_rules_they_name():
+    book = _book("Rule one.", "Rule two.", "Rule three.")
+    shown = ["gm-i-0", "gm-i-1", "gm-i-2"]
+    ops = [
+        Operation("REMOVE", 1, "x."),
+        Operation("AGREE", 2, "y."),
+        Operation("EDIT", 3, "Rule three, reworded."),
+        Operation("ADD", None, "Rule four."),
+        Operation("ADD", None, "Rule two."),  # already there: not added
+        Operation("AGREE", 9, "out of range."),
+        Operation("EDIT", None, "Rule one."),  # same text as an existing rule: counts as agreement
+    ]
+    book.apply(ops, shown, ["task B"], max_rules=10)
+    r = {x["id"]: x for x in book.rules}
+    assert (r["gm-i-0"]["score"], r["gm-i-0"]["negative"], r["gm-i-0"]["positive"]) == (
+        2,
+        ["task B"],
+        ["task A", "task B"],
+    )
+    assert (r["gm-i-1"]["score"], r["gm-i-1"]["positive"]) == (3, ["task A", "task B"])
+    assert (r["gm-i-2"]["rule"], r["gm-i-2"]["score"]) == ("Rule three, reworded.", 3)
+    assert r["gm-i-3"] == {"id": "gm-i-3", "rule": "Rule four.", "score": 2, "positive": ["task B"], "negative": []}
+    assert len(book.rules) == 4
+    assert book.events == [
+        ("critique", {"memory_id": "gm-i-0", "op": "REMOVE", "score": 1}),
+        ("critique", {"memory_id": "gm-i-1", "op": "AGREE", "score": 3}),
+        ("critique", {"memory_id": "gm-i-0", "op": "AGREE", "score": 2}),
+        ("critique", {"memory_id": "gm-i-2", "op": "EDIT", "score": 3}),
+        ("admit", {"memory_id": "gm-i-3", "kind": "insight", "rule": "Rule four."}),
+    ]
+
+
+def test_a_full_book_removes_harder_and_rules_at_zero_are_pruned():
+    book = _book(*(f"Rule {i}." for i in range(3)))
+    book.apply([Operation("REMOVE", 1, "x.")], ["gm-i-0"], ["t"], max_rules=3)
+    assert book.by_id("gm-i-0")["score"] == -1
+    book.reward("gm-i-1", -2.0, "t")
+    book.reward("gm-i-2", 1.0, "t")
+    book.reward("gm-i-9", 1.0, "t")  # unknown: nothing
+    book.events.clear()
+    book.prune()
+    assert [(r["id"], r["score"]) for r in book.rules] == [("gm-i-2", 3.0)]
+    assert book.events == [
+        ("forget", {"memory_id": "gm-i-0", "kind": "insight", "score": -1}),
+        ("forget", {"memory_id": "gm-i-1", "kind": "insight", "score": 0.0}),
+    ]
+    removed = _book("Rule 0.")
+    removed.apply([Operation("REMOVE", 1, "x.")], ["gm-i-0"], ["t"], max_rules=2)
+    assert removed.rules[0]["score"] == 1
+
+
+def test_related_rules_need_enough_linked_tasks_and_come_most_linked_first():
+    book = InsightBook()
+    book.add("One.", ["a"])
+    book.add("Two.", ["a", "b", "c"])
+    book.add("Three.", ["z"])
+    assert [r["rule"] for r in book.related(["a", "b", "c"])] == ["Two.", "One."]
+    assert [r["rule"] for r in book.related(["a", "b", "c"], threshold=2)] == ["Two."]
+    assert book.related(["q"]) == []
+    copied = book.copy()
+    copied.rules[0]["score"] = 99
+    assert book.rules[0]["score"] == 2 and copied.events == [] and copied.next_id == 3
+    assert InsightBook.from_state(book.state()).rules == book.rules
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(), max_size=40), st.integers(1, 7))
+def test_chunks_keep_order_and_balance_at_most_size_each(items, size):
+    chunks = _chunks(items, size)
+    assert [x for c in chunks for x in c] == items
+    assert all(1 <= len(c) <= size for c in chunks)
+    if items:
+        assert len(chunks) == -(-len(items) // size) and max(map(len, chunks)) - min(map(len, chunks)) <= size - 1
