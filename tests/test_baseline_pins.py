@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, replace
 
 import baseline_mocks as bm
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -515,3 +516,84 @@ def test_chunks_keep_order_and_balance_at_most_size_each(items, size):
     assert all(1 <= len(c) <= size for c in chunks)
     if items:
         assert len(chunks) == -(-len(items) // size) and max(map(len, chunks)) - min(map(len, chunks)) <= size - 1
+
+
+def _gmem(**params):
+    services = bm.services()
+    return registry.build("memory", "g_memory", params, services=services), services
+
+
+def test_recalled_trials_and_insights_carry_their_level_score_and_provenance():
+    memory, _ = _gmem(include_failed_trials=True, failed_topk=1)
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    memory.observe(bm.episode(bm.SORT_SIMILAR, "f", False))
+    memory.book.add("Check the order before returning, because unsorted output fails.", [bm.SORT])
+    query = replace(bm.query(bm.SORT, "q"), level="team")
+    items = memory.recall(query)
+    assert [(i.id, i.kind, i.level) for i in items] == [
+        ("gm-t-0", "trajectory", "team"),
+        ("gm-t-1", "trajectory", "team"),
+        ("gm-i-0", "insight", "team"),
+    ]
+    ok, failed, rule = items
+    assert ok.metadata == {"source_task": "s", "success": True} and failed.metadata == {
+        "source_task": "f",
+        "success": False,
+    }
+    assert ok.score == pytest.approx(1.0, abs=1e-5) and 0 < failed.score < 1
+    t = memory.trials["gm-t-1"]
+    assert failed.text == clip(
+        f"Failed trial of a similar task: {t['task_main']}\nKey steps:\n{t['key_steps']}\n"
+        f"Why it failed: {t['fail_reason']}\nTrajectory:\n{t['trajectory']}",
+        1500,
+    )
+    assert (rule.text, rule.score, rule.metadata) == (
+        "Check the order before returning, because unsorted output fails.",
+        2.0,
+        {"score": 2},
+    )
+    assert memory.stats() == {"trials": 2.0, "insights": 1.0, "tasks": 2.0}
+
+
+def test_more_trials_and_insights_are_recalled_when_asked_for():
+    memory, _ = _gmem(successful_topk=3, insights_topk=5, edge_similarity=2.0)
+    for i, text in enumerate([bm.SORT, bm.SORT_SIMILAR, f"{bm.SORT} quickly", bm.TRANSLATE]):
+        memory.observe(bm.episode(text, f"t{i}", True))
+    for i in range(6):
+        memory.book.add(f"Rule {i}.", [bm.SORT])
+    items = memory.recall(bm.query(bm.SORT, "q"))
+    assert [i.id for i in items if i.kind == "trajectory"] == ["gm-t-0", "gm-t-2", "gm-t-1"]
+    assert [i.id for i in items if i.kind == "insight"] == [f"gm-i-{i}" for i in range(5)]
+
+
+def test_a_conversation_recalls_by_what_the_user_asks_and_state_round_trips():
+    memory, _ = _gmem(successful_topk=1)
+    for task_id, opening in [
+        ("chairs", "cancel my pending order of office chairs"),
+        ("shoes", "exchange running shoes"),
+    ]:
+        ep = bm.episode("Help the customer per the policy", task_id, True)
+        ep.trajectory.initial_observation = opening
+        memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
+    query = bm.query("Help the customer per the policy", "q", context="exchange my running shoes")
+    query = replace(query, task=replace(query.task, mode="conversation"))
+    assert [i.metadata["source_task"] for i in memory.recall(query)] == ["shoes"]
+    memory.maintained_size = 2
+    fresh, _ = _gmem(successful_topk=1)
+    fresh.load_state_dict(memory.state_dict())
+    assert fresh.state_dict() == memory.state_dict() and (fresh.next_trial, fresh.maintained_size) == (2, 2)
+    fresh.observe(bm.episode(bm.SORT, "next", True))
+    assert "gm-t-2" in fresh.trials
+
+
+def test_insight_rewards_are_audited_with_their_task_and_new_score():
+    book = _book("Rule one.")
+    book.reward("gm-i-0", 1.0, "task B")
+    assert book.events == [("score", {"memory_id": "gm-i-0", "delta": 1.0, "score": 3.0, "task": "task B"})]
+    state = book.state()
+    restored = InsightBook.from_state(state)
+    restored.add("Rule two.", ["t"])
+    assert restored.rules[-1]["id"] == "gm-i-1" and book.rules == state["rules"] and len(state["rules"]) == 1
+    g = TaskGraph()
+    g.add_edge("a", "b", 0.91)
+    assert g.adj == {"a": {"b": 0.91}, "b": {"a": 0.91}} and None not in g.adj
