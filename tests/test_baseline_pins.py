@@ -322,7 +322,7 @@ def test_long_summaries_and_instructions_are_clipped_to_their_bounds():
     text = "word " * 400
     assert _clean_summary(text) == clip(" ".join(text.split()), 1200)
     memory, _ = _bank(**KEEP)
-    long_task = "Sort the list " + "and then sort it again " * 20
+    long_task = "Sort the list " + "y" * 300
     memory.observe(bm.episode(long_task, "s", True))
     (item,) = memory.recall(bm.query(long_task, "q"))
     assert item.text.startswith(f"An earlier task ({one_line(long_task, 200)}) succeeded.")
