@@ -358,7 +358,7 @@ def test_a_long_excerpt_is_cut_from_the_unclipped_trajectory():
 
 def test_macnet_bounds_the_solution_the_instruction_and_even_a_one_character_critique():
     memory, _ = _macnet(max_solution_chars=60)
-    long_task = "Sort the list " + "and then sort it again " * 20
+    long_task = "Sort the list " + "y" * 300
     ep = bm.episode(long_task, "s", True, actions=tuple(f"action number {i}" for i in range(30)), critic="Do better.")
     memory.observe(ep)
     s = memory.solutions["mn-0"]
