@@ -17,6 +17,7 @@ from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
 from aecg_bench.llm.providers import ContextLimitError
 from aecg_bench.types import DecisionNode
+from baselines.g_memory import prompts as GP
 from baselines.g_memory.insights import InsightBook, Operation, parse_operations
 from baselines.g_memory.method import _chunks
 from baselines.g_memory.task_graph import TaskGraph
@@ -597,3 +598,65 @@ def test_insight_rewards_are_audited_with_their_task_and_new_score():
     g = TaskGraph()
     g.add_edge("a", "b", 0.91)
     assert g.adj == {"a": {"b": 0.91}, "b": {"a": 0.91}} and None not in g.adj
+
+
+class _Relevance(_Recorder):
+    """Answers G-Memory's relevance prompt from a table of (case text -> reply); other prompts get text."""
+
+    def __init__(self, replies: dict[str, str], fail_on: str | None = None) -> None:
+        super().__init__("Step 1: look. Step 2: act.")
+        self.replies, self.fail_on = replies, fail_on
+
+    def complete(self, messages, **kwargs):
+        system, user = messages[0]["content"], messages[1]["content"]
+        if system != GP.RELEVANCE_SYSTEM:
+            return super().complete(messages, **kwargs)
+        self.calls.append({"system": system, "user": user, **kwargs})
+        if self.fail_on and self.fail_on in user.split("Ongoing task:")[0]:
+            raise ContextLimitError("too long")
+        case = user.split("Successful case:\n")[1].split("\n")[0]
+        return _Reply(self.replies.get(case, "no score"))
+
+
+def test_llm_reranking_orders_the_retrieved_successes_by_the_relevance_score():
+    texts = [bm.SORT, bm.SORT_SIMILAR, f"{bm.SORT} quickly"]
+    llm = _Relevance({texts[0]: "Score: 2", texts[1]: "Score: 9", texts[2]: "no score"})
+    memory = registry.build(
+        "memory",
+        "g_memory",
+        {"rerank_with_llm": True, "successful_topk": 2, "edge_similarity": 2.0},
+        services=_services(llm),
+    )
+    for i, text in enumerate(texts):
+        memory.observe(bm.episode(text, f"t{i}", True))
+    items = memory.recall(bm.query(bm.SORT, "q"))
+    assert [i.metadata["source_task"] for i in items if i.kind == "trajectory"] == ["t1", "t0"]
+    rerank = [c for c in llm.calls if c["system"] == GP.RELEVANCE_SYSTEM]
+    assert len(rerank) == 3 and all(c["max_tokens"] == 16 for c in rerank)
+    t0 = memory.trials["gm-t-0"]
+    assert rerank[0]["user"] == GP.RELEVANCE_USER.format(
+        trajectory=f"{t0['task_main']}\n{t0['trajectory']}", task=bm.SORT
+    )
+    plain = registry.build(
+        "memory", "g_memory", {"successful_topk": 2, "edge_similarity": 2.0}, services=_services(llm)
+    )
+    plain.load_state_dict(memory.state_dict())
+    assert [i.metadata["source_task"] for i in plain.recall(bm.query(bm.SORT, "q")) if i.kind == "trajectory"] == [
+        "t0",
+        "t2",
+    ]
+
+
+def test_an_unscored_case_ranks_below_every_scored_one_and_a_long_prompt_is_audited():
+    texts = [bm.SORT, bm.SORT_SIMILAR]
+    llm = _Relevance({texts[1]: "Score: 1"}, fail_on=texts[0])
+    services = _services(llm)
+    params = {"rerank_with_llm": True, "successful_topk": 1, "edge_similarity": 2.0}
+    memory = registry.build("memory", "g_memory", params, services=services)
+    for i, text in enumerate(texts):
+        memory.observe(bm.episode(text, f"t{i}", True))
+    assert [i.metadata["source_task"] for i in memory.recall(bm.query(bm.SORT, "q")) if i.kind == "trajectory"] == [
+        "t1"
+    ]
+    skip = next(e for e in services.audit.read() if e["event"] == "skip")
+    assert (skip["purpose"], skip["reason"]) == ("rerank", "context_limit")
