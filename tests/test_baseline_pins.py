@@ -4,6 +4,7 @@ recalls and audits, MemoryBank's summary call and forgetting curve, MacNet-M's c
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 import baseline_mocks as bm
@@ -660,3 +661,57 @@ def test_an_unscored_case_ranks_below_every_scored_one_and_a_long_prompt_is_audi
     ]
     skip = next(e for e in services.audit.read() if e["event"] == "skip")
     assert (skip["purpose"], skip["reason"]) == ("rerank", "context_limit")
+
+
+def test_a_trial_is_distilled_at_its_settings_from_a_digit_free_trajectory_and_audited():
+    llm = _Recorder("  Step: look at the list.  ")
+    services = _services(llm)
+    memory = registry.build("memory", "g_memory", {"max_trajectory_chars": 300, "max_tokens": 200}, services=services)
+    ep = bm.episode(bm.SORT, "f", False, actions=tuple(f"move 12 to slot {i}" for i in range(40)))
+    memory.observe(ep)
+    shown = render_trajectory(ep.trajectory, max_chars=300, skip_negative_reward=True)
+    key, mistakes = llm.calls
+    assert (key["system"], mistakes["system"]) == (GP.KEY_STEPS_SYSTEM, GP.MISTAKES_SYSTEM)
+    clean = re.sub(r"\d+", "", shown)
+    assert key["user"] == GP.KEY_STEPS_USER.format(task=bm.SORT, trajectory=clean)
+    assert mistakes["user"] == GP.MISTAKES_USER.format(task=bm.SORT, trajectory=clean)
+    assert all((c["temperature"], c["max_tokens"]) == (0.1, 200) for c in llm.calls)
+    t = memory.trials["gm-t-0"]
+    assert (t["key_steps"], t["fail_reason"], t["trajectory"], t["success"]) == (
+        "Step: look at the list.",
+        "Step: look at the list.",
+        shown,
+        False,
+    )
+    assert _plain(services.audit.read()) == [
+        {"event": "admit", "memory_id": "gm-t-0", "kind": "trial", "task": "f", "success": False}
+    ]
+    digits = _Recorder("Key steps.")
+    keep = registry.build("memory", "g_memory", {"strip_digits": False}, services=_services(digits))
+    keep.observe(ep)
+    assert "move 12 to slot" in digits.calls[0]["user"]
+
+
+def test_unlabelled_episodes_and_empty_replies_are_skipped_and_audited():
+    services = _services(_Recorder("   "))
+    memory = registry.build("memory", "g_memory", {}, services=services)
+    memory.observe(bm.episode(bm.SORT, "n", None))
+    memory.observe(bm.episode(bm.SORT, "s", True))
+    events = _plain(services.audit.read())
+    assert events[0] == {"event": "skip", "purpose": "store", "reason": "no_label", "task": "n"}
+    assert events[1] == {"event": "skip", "purpose": "key_steps", "reason": "unparsable", "reply": "   "}
+    assert memory.trials["gm-t-0"]["key_steps"] == "" and len(memory.trials) == 1
+
+
+def test_recalled_insights_gain_on_success_and_lose_on_failure_by_the_configured_rewards():
+    memory, services = _gmem(success_reward=0.5, failure_reward=-1.5)
+    memory.book.add("Rule one.", ["x"])
+    memory.book.add("Rule two.", ["x"])
+    memory.observe(bm.episode(bm.SORT, "s", True, recalled=("gm-i-0", "gm-t-9")))
+    memory.observe(bm.episode(bm.SORT, "f", False, recalled=("gm-i-1",)))
+    assert [(r["id"], r["score"]) for r in memory.book.rules] == [("gm-i-0", 2.5), ("gm-i-1", 0.5)]
+    scores = [e for e in _plain(services.audit.read()) if e["event"] == "score"]
+    assert scores == [
+        {"event": "score", "memory_id": "gm-i-0", "delta": 0.5, "score": 2.5, "task": "s"},
+        {"event": "score", "memory_id": "gm-i-1", "delta": -1.5, "score": 0.5, "task": "f"},
+    ]
