@@ -111,13 +111,6 @@ class Banks:
         shared = sum(i["bank"] == "shared" for i in self.items.values())
         return {"shared": shared, "private": len(self.items) - shared}
 
-    def private_sizes(self) -> dict[str, int]:
-        sizes: dict[str, int] = {}
-        for item in self.items.values():
-            for owner in item["owners"]:
-                sizes[owner] = sizes.get(owner, 0) + 1
-        return dict(sorted(sizes.items()))
-
     def state_dict(self) -> list[dict[str, Any]]:
         return [{**i, "owners": list(i["owners"])} for i in self.items.values()]
 
