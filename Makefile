@@ -19,7 +19,7 @@ RUNTIME ?= local
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
 	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
 
-.PHONY: setup test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
+.PHONY: setup setup-server test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
 	reproduce-edv report mutants mutants-survivors
 
 setup:
@@ -27,10 +27,13 @@ setup:
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
 	bash scripts/setup/build_llama_cpp.sh $(BIN) constraints.txt
-	bash scripts/setup/build_llama_server.sh $(BIN) constraints.txt || \
-		echo "WARNING: llama-server was not built: model=embedded_server is unavailable (model=local works)" >&2
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m aecg_bench.doctor
+
+# Optional: llama.cpp's llama-server for model=embedded_server (one shared server per command; not the
+# default, docs/infra/speed.md). A portable build from the pinned sdist: ~10 CPU-minutes once, then reused.
+setup-server:
+	bash scripts/setup/build_llama_server.sh $(BIN) constraints.txt
 
 test:
 	$(BIN)/python -m pytest -q

@@ -147,7 +147,7 @@ def test_a_server_that_exits_at_start_is_an_infra_error_not_a_hang(fake: Path, m
 
 def test_missing_binary_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(es.ENV_BINARY, str(tmp_path / "nope"))
-    with pytest.raises(ConfigError, match=r"llama-server not found.*make setup"):
+    with pytest.raises(ConfigError, match=r"llama-server not found.*make setup-server"):
         es.find_binary()
 
 
@@ -241,7 +241,7 @@ def test_a_server_that_dies_mid_run_is_a_recorded_infra_error(fake: Path, monkey
 
 @pytest.mark.slow
 def test_real_server_serves_the_embedded_model_under_the_same_cache_key() -> None:
-    """Needs `make setup`'s llama-server. Replies are compared only in the printout: the server README
+    """Needs `make setup-server`'s llama-server. Replies are compared only in the printout: the server README
     does not promise bit-identical logits across batch sizes (docs/infra/speed.md, "Replies")."""
     try:
         es.find_binary()

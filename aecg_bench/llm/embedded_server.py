@@ -44,7 +44,7 @@ from typing import Any
 from aecg_bench.errors import ConfigError, InfraError
 
 ENV_URL = "AECG_EMBEDDED_SERVER"  # http://127.0.0.1:<port>: the server this process and its children use
-ENV_BINARY = "AECG_LLAMA_SERVER"  # path of the llama-server binary (default: the venv's, from `make setup`)
+ENV_BINARY = "AECG_LLAMA_SERVER"  # path of the llama-server binary (default: the venv's, from `make setup-server`)
 SERVE_MODES = ("in_process", "server")
 STARTUP_TIMEOUT_S = 120.0
 
@@ -69,14 +69,14 @@ def serve_mode(options: dict[str, Any]) -> str:
 
 
 def find_binary() -> Path:
-    """`$AECG_LLAMA_SERVER`, else `llama-server` beside this interpreter (installed by `make setup`)."""
+    """`$AECG_LLAMA_SERVER`, else `llama-server` beside this interpreter (installed by `make setup-server`)."""
     given = os.environ.get(ENV_BINARY)
     path = Path(given) if given else Path(sys.executable).parent / "llama-server"
     if not (path.is_file() and os.access(path, os.X_OK)):
         found = None if given else shutil.which("llama-server")
         if found is None:
             raise ConfigError(
-                f"llama-server not found at {path}: run `make setup` (scripts/setup/build_llama_server.sh) "
+                f"llama-server not found at {path}: run `make setup-server` (scripts/setup/build_llama_server.sh) "
                 f"or set ${ENV_BINARY}; or use the in-process model (model=local)"
             )
         path = Path(found)
