@@ -5,7 +5,6 @@ driven by a scripted model that records every call."""
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 
 import baseline_mocks as bm
@@ -163,3 +162,157 @@ def test_a_round_compares_the_success_with_the_failure_then_studies_the_successe
         ("critique", first, "REMOVE"),
         ("critique", second, "EDIT"),
     ]
+
+
+# -- the cadence ------------------------------------------------------------------------------------------------
+
+
+def _merge_echo(n, user):
+    return "1. Merged rule, because merging helps."
+
+
+def test_finetuning_starts_at_the_threshold_and_repeats_every_rounds_trials_and_merging_every_merge_every():
+    llm = Scripted(success="nothing usable", merge=_merge_echo)
+    memory, services = gmem(llm, start_insights_threshold=4, rounds_per_insights=2, insights_point_num=1, merge_every=3)
+    ts = observe(memory, [True])
+    rule(memory, "Start rule, because it starts.", [TASKS[0]])  # one cluster: one merge call
+    rounds = {}
+    for size in range(2, 10):
+        llm.calls.clear()
+        memory.maintain(size)  # the trials of the previous size
+        rounds[size - 1] = [c["key"] for c in llm.calls]
+        assert memory.maintained_size == size - 1
+        observe(memory, [True], [TASKS[size % len(TASKS)]])
+    assert ts and rounds == {
+        1: [],
+        2: [],
+        3: ["merge"],
+        4: ["success"],
+        5: [],
+        6: ["success", "merge"],
+        7: [],
+        8: ["success"],
+    }
+    assert sum(e["event"] == "merge" for e in services.audit.read()) == 2
+
+
+def test_a_late_call_runs_every_round_that_came_due_each_with_its_own_seed_and_merges_once():
+    llm = Scripted(success="nothing usable", merge=_merge_echo)
+    memory, _ = gmem(llm, start_insights_threshold=4, rounds_per_insights=2, insights_point_num=1, merge_every=3)
+    observe(memory, [True] * 7)
+    rule(memory, "Start rule, because it starts.", [TASKS[0]])
+    llm.calls.clear()
+    memory.maintain(1)  # sizes 1..7 came due: finetunes at 4 and 6, merges at 3 and 6 (one merge)
+    assert [c["key"] for c in llm.calls] == ["success", "success", "merge"]
+    assert memory.maintained_size == 7
+    llm.calls.clear()
+    memory.maintain(2)
+    assert llm.calls == []
+
+
+def test_each_round_draws_its_trials_from_a_generator_seeded_by_the_run_seed_and_the_trial_count():
+    def histories(seed: int) -> list[str]:
+        llm = Scripted(success="nothing usable")
+        memory, _ = gmem(llm, seed, start_insights_threshold=7, rounds_per_insights=7, insights_point_num=3)
+        observe(memory, [True] * 7)
+        llm.calls.clear()
+        memory.maintain(1)
+        return [c["user"] for c in llm.of("success")]
+
+    def own(seed: int) -> list[str]:
+        rng = random.Random(stable_seed(seed, "g_memory", "finetune", 7))
+        picks = []
+        for _ in range(3):
+            picks.append(rng.choice([f"gm-t-{i}" for i in range(7)]))
+            rng.shuffle([0, 1, 2])
+        return picks
+
+    runs = {seed: histories(seed) for seed in range(4)}
+    assert runs[0] == histories(0) and len({tuple(h) for h in runs.values()}) > 1
+    for seed, users in runs.items():
+        # the drawn trial is the nearest success to itself, so it is in the history it is compared in
+        for pick, user in zip(own(seed), users, strict=True):
+            assert f"Key step of trial {pick.split('-')[-1]}." in user
+
+
+# -- merging ----------------------------------------------------------------------------------------------------
+
+
+def test_each_task_clusters_rules_are_merged_in_batches_of_ten_and_replace_every_rule():
+    llm = Scripted(merge=lambda n, user: f"1. Merged rule {n}, because merging helps.\n2. Second of {n}, because.")
+    memory, services = gmem(llm, merge_every=3, start_insights_threshold=10_000, max_tokens=222)
+    a, b, c = (t["task_main"] for t in observe(memory, [True, True, False]))
+    old = [rule(memory, f"Rule {i} of the first task, because {i}.", [a]) for i in range(12)]
+    old.append(rule(memory, "Rule of the second task, because.", [b], score=9))
+    old.append(rule(memory, "Rule of no stored task, because.", ["elsewhere"]))
+    clusters = memory.graph.components()
+    assert sorted(clusters) == sorted([[a], [b], [c]])
+    llm.calls.clear()
+    memory.maintain(1)
+    users = [x["user"] for x in llm.of("merge")]
+    batches = {
+        a: [
+            GP.MERGE_USER.format(
+                rules="\n".join(f"Rule {i} of the first task, because {i}." for i in range(10)), limit=3
+            ),
+            GP.MERGE_USER.format(
+                rules="Rule 10 of the first task, because 10.\nRule 11 of the first task, because 11.", limit=1
+            ),
+        ],
+        b: [GP.MERGE_USER.format(rules="Rule of the second task, because.", limit=1)],
+        c: [],
+    }
+    assert users == [u for (node,) in clusters for u in batches[node]]
+    assert all(x["max_tokens"] == 222 for x in llm.calls)
+    n = 0
+    expected = []
+    for (node,) in clusters:
+        for _ in batches[node]:
+            n += 1
+            expected += [(f"Merged rule {n}, because merging helps.", [node]), (f"Second of {n}, because.", [node])]
+    assert [(r["rule"], r["positive"]) for r in memory.book.rules] == expected
+    assert all(r["score"] == 2 and r["negative"] == [] for r in memory.book.rules)
+    new = [r["id"] for r in memory.book.rules]
+    assert new == [f"gm-i-{i}" for i in range(14, 20)]
+    merge = [e for e in services.audit.read() if e["event"] == "merge"]
+    assert [(e["replaced"], e["into"]) for e in merge] == [(old, new)]
+
+
+def test_an_unusable_merge_reply_keeps_the_batch_and_an_empty_book_asks_nothing():
+    llm = Scripted(merge="I cannot merge these.")
+    memory, services = gmem(llm, merge_every=1, start_insights_threshold=10_000)
+    (t,) = observe(memory, [True])
+    memory.maintain(1)
+    assert llm.of("merge") == [] and not any(e["event"] == "merge" for e in services.audit.read())
+    observe(memory, [True], [TASKS[0]])
+    rule(memory, "Keep this one, because.", [t["task_main"]], score=7)
+    memory.maintain(2)
+    assert len(llm.of("merge")) == 1
+    assert [(r["rule"], r["score"], r["positive"]) for r in memory.book.rules] == [
+        ("Keep this one, because.", 2, [t["task_main"]])
+    ]
+    skips = [e for e in services.audit.read() if e["event"] == "skip"]
+    assert [(e["purpose"], e["reason"], e["reply"]) for e in skips] == [
+        ("merge", "unparsable", "I cannot merge these.")
+    ]
+
+
+def test_a_failure_half_way_leaves_the_insights_and_the_cadence_as_they_were():
+    llm = Scripted(
+        success="ADD: A new rule from the successes, because they worked.", merge=RuntimeError("provider down")
+    )
+    memory, services = gmem(llm, start_insights_threshold=2, rounds_per_insights=2, insights_point_num=1, merge_every=2)
+    (t, _) = observe(memory, [True, True], [TASKS[0]])  # one task: one cluster
+    rid = rule(memory, "Old rule, because.", [t["task_main"]])
+    before = memory.book.state()
+    n_events = len(services.audit.read())
+    with pytest.raises(RuntimeError):
+        memory.maintain(1)
+    assert memory.book.state() == before and memory.maintained_size == 0
+    assert len(services.audit.read()) == n_events
+    llm.replies["merge"] = "1. Merged, because."
+    memory.maintain(1)  # redone
+    assert [r["rule"] for r in memory.book.rules] == ["Merged, because."] and memory.maintained_size == 2
+    assert rid not in {r["id"] for r in memory.book.rules}
+    admitted = [e.get("rule") for e in services.audit.read()[n_events:] if e["event"] == "admit"]
+    assert admitted == ["A new rule from the successes, because they worked.", "Merged, because."]
