@@ -5,6 +5,7 @@ driven by a scripted model that records every call."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 import baseline_mocks as bm
@@ -316,3 +317,109 @@ def test_a_failure_half_way_leaves_the_insights_and_the_cadence_as_they_were():
     assert rid not in {r["id"] for r in memory.book.rules}
     admitted = [e.get("rule") for e in services.audit.read()[n_events:] if e["event"] == "admit"]
     assert admitted == ["A new rule from the successes, because they worked.", "Merged, because."]
+
+
+# -- which trials and rules a round shows -----------------------------------------------------------------------
+
+
+def _round(outcomes, texts=None, seed=0, **params):
+    llm = Scripted(**params.pop("replies", {}))
+    n = len(outcomes)
+    memory, services = gmem(llm, seed, start_insights_threshold=n, rounds_per_insights=n, **params)
+    trials = observe(memory, outcomes, texts)
+    return memory, services, llm, trials
+
+
+def _shown_trials(user: str) -> list[str]:
+    return re.findall(r"Key step of trial (\d+)\.", user)
+
+
+def test_a_round_shows_the_three_nearest_successes_and_compares_them_with_the_nearest_failure():
+    memory, _, llm, trials = _round([True, True, True, True, False, False], insights_point_num=3)
+    memory.maintain(1)
+    assert len(llm.of("success")) == 3 and len(llm.of("compare")) == 3  # one failure per drawn trial
+    for call in llm.of("success"):
+        assert len(_shown_trials(call["user"])) == 3 and len(set(_shown_trials(call["user"]))) == 3
+    for call in llm.of("compare"):
+        failed = [t["task_main"] for t in trials if f"Start of {t['task_main']}." in call["user"]]
+        assert len(failed) == 2 and failed[1] in {trials[4]["task_main"], trials[5]["task_main"]}
+
+
+def test_the_drawn_trial_joins_its_own_group_when_equally_near_trials_push_it_out():
+    """G-Memory compares the drawn trial itself: it is added when not among its nearest (ties of one task)."""
+    seen_fourth = False
+    for seed in range(6):
+        memory, _, llm, _ = _round([True] * 4, [TASKS[0]], seed, insights_point_num=4)
+        memory.maintain(1)
+        for call in llm.of("success"):
+            shown = _shown_trials(call["user"])
+            assert len(shown) == len(set(shown)) and set(shown) >= {"0", "1", "2"}
+            if len(shown) == 4:
+                seen_fourth = True
+                assert "3" in shown
+    assert seen_fourth
+
+
+def test_the_successes_are_studied_in_a_shuffled_order():
+    orders = set()
+    for seed in range(8):
+        memory, _, llm, _ = _round([True] * 3, [TASKS[0]], seed, insights_point_num=1)
+        memory.maintain(1)
+        (call,) = llm.of("success")
+        shown = _shown_trials(call["user"])
+        assert sorted(shown) == ["0", "1", "2"]
+        assert [f"task{i}:" for i in range(3)] == re.findall(r"task\d:", call["user"])
+        orders.add(tuple(shown))
+    assert len(orders) > 1
+
+
+def test_a_round_shows_the_rules_linked_to_at_least_half_of_its_trials():
+    memory, _, llm, trials = _round([True, True, False], insights_point_num=1)
+    s1, s2, f = (t["task_main"] for t in trials)
+    rule(memory, "Linked to the failure only, because.", [f])
+    rule(memory, "Linked to two of three, because.", [s1, f])
+    rule(memory, "Linked to all, because.", [s2, s1, f])
+    memory.maintain(1)
+    (call,) = llm.of("compare")
+    assert "1. Linked to all, because.\n2. Linked to two of three, because." in call["user"]
+    assert "Linked to the failure only" not in call["user"]
+
+
+def test_with_no_related_rules_the_prompt_says_none_yet():
+    memory, _, llm, _ = _round([True], insights_point_num=1)
+    rule(memory, "Unrelated, because.", ["some other task"])
+    memory.maintain(1)
+    (call,) = llm.of("success")
+    assert "(none yet)" in call["user"] and "Unrelated" not in call["user"]
+
+
+@pytest.mark.parametrize(("n_rules", "full_suffix", "remove_cost"), [(3, True, 3), (2, False, 3), (1, False, 1)])
+def test_a_book_over_its_limit_discourages_adding_and_removing_costs_more_at_the_limit(
+    n_rules, full_suffix, remove_cost
+):
+    memory, _, llm, trials = _round(
+        [True, False],
+        insights_point_num=1,
+        max_rules=2,
+        replies={"compare": "REMOVE 1: wrong.", "success": "nothing usable"},
+    )
+    ids = [rule(memory, f"Rule {i}, because.", [t["task_main"] for t in trials], score=9) for i in range(n_rules)]
+    memory.maintain(1)
+    suffix = GP.FULL_SUFFIX if full_suffix else ""
+    assert llm.of("compare")[0]["system"] == GP.COMPARE_SYSTEM + suffix
+    assert llm.of("success")[0]["system"] == GP.SUCCESS_SYSTEM + suffix
+    assert memory.book.by_id(ids[0])["score"] == 9 - remove_cost
+
+
+def test_an_unusable_critique_is_audited_and_changes_nothing_and_spent_rules_go_in_the_same_round():
+    memory, services, _, trials = _round(
+        [True, False], insights_point_num=1, replies={"compare": "REMOVE 1: wrong.", "success": "No idea."}
+    )
+    mains = [t["task_main"] for t in trials]
+    spent = rule(memory, "About to go, because.", mains, score=1)
+    kept = rule(memory, "Stays, because.", mains, score=5)
+    memory.maintain(1)
+    assert [r["id"] for r in memory.book.rules] == [kept] and memory.book.by_id(kept)["score"] == 5
+    events = [(e["event"], e.get("memory_id"), e.get("purpose"), e.get("reply")) for e in services.audit.read()]
+    assert ("skip", None, "critique", "No idea.") in events
+    assert events.index(("forget", spent, None, None)) > events.index(("skip", None, "critique", "No idea."))
