@@ -15,7 +15,9 @@ from aecg_bench import registry
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.embeddings import Embedder
+from aecg_bench.llm.providers import ContextLimitError
 from baselines.g_memory import prompts as GP
+from baselines.g_memory.insights import Operation, parse_operations
 from baselines.llm_calls import stable_seed
 
 NEVER = {"start_insights_threshold": 10_000, "merge_every": 10_000}  # no consolidation unless a test asks
@@ -368,7 +370,8 @@ def test_the_successes_are_studied_in_a_shuffled_order():
         (call,) = llm.of("success")
         shown = _shown_trials(call["user"])
         assert sorted(shown) == ["0", "1", "2"]
-        assert [f"task{i}:" for i in range(3)] == re.findall(r"task\d:", call["user"])
+        history = "\n".join(f"task{i}:\n{TASKS[0]}\nKey step of trial {n}." for i, n in enumerate(shown))
+        assert call["user"] == GP.SUCCESS_USER.format(history=history, rules="(none yet)")
         orders.add(tuple(shown))
     assert len(orders) > 1
 
@@ -390,7 +393,8 @@ def test_with_no_related_rules_the_prompt_says_none_yet():
     rule(memory, "Unrelated, because.", ["some other task"])
     memory.maintain(1)
     (call,) = llm.of("success")
-    assert "(none yet)" in call["user"] and "Unrelated" not in call["user"]
+    history = f"task0:\n{TASKS[0]}\nKey step of trial 0."
+    assert call["user"] == GP.SUCCESS_USER.format(history=history, rules="(none yet)")
 
 
 @pytest.mark.parametrize(("n_rules", "full_suffix", "remove_cost"), [(3, True, 3), (2, False, 3), (1, False, 1)])
@@ -423,3 +427,29 @@ def test_an_unusable_critique_is_audited_and_changes_nothing_and_spent_rules_go_
     events = [(e["event"], e.get("memory_id"), e.get("purpose"), e.get("reply")) for e in services.audit.read()]
     assert ("skip", None, "critique", "No idea.") in events
     assert events.index(("forget", spent, None, None)) > events.index(("skip", None, "critique", "No idea."))
+
+
+def test_prompts_too_long_for_the_model_are_audited_under_their_step_and_change_nothing():
+    memory, services, _, trials = _round(
+        [True, False],
+        insights_point_num=1,
+        merge_every=2,
+        replies={
+            "compare": ContextLimitError("too long"),
+            "success": ContextLimitError("too long"),
+            "merge": ContextLimitError("too long"),
+        },
+    )
+    rule(memory, "Kept through it all, because.", [trials[0]["task_main"]], score=5)
+    memory.maintain(1)
+    skips = [(e["purpose"], e["reason"]) for e in services.audit.read() if e["event"] == "skip"]
+    assert skips == [("critique", "context_limit"), ("critique", "context_limit"), ("merge", "context_limit")]
+    assert [(r["rule"], r["score"]) for r in memory.book.rules] == [("Kept through it all, because.", 2)]
+
+
+def test_operation_lines_need_a_final_stop_and_add_takes_no_number():
+    assert parse_operations("ADD: Ends without a stop") == []
+    assert parse_operations("REMOVE 2: Ends without a stop") == []
+    # as in G-Memory's pattern, a category prefix ("Xxx: ") may span lines: the line without a stop is not lost alone
+    assert parse_operations("REMOVE 2: Ends without a stop\nAGREE 1: Fine.") == [Operation("REMOVE", 2, "Fine.")]
+    assert parse_operations("ADD 3: A new rule, because.") == [Operation("ADD", None, "A new rule, because.")]
