@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import baseline_mocks as bm
 import pytest
@@ -19,6 +19,7 @@ from aecg_bench.llm.providers import ContextLimitError
 from baselines.g_memory import prompts as GP
 from baselines.g_memory.insights import Operation, parse_operations
 from baselines.llm_calls import stable_seed
+from baselines.trajectory_text import clip
 
 NEVER = {"start_insights_threshold": 10_000, "merge_every": 10_000}  # no consolidation unless a test asks
 
@@ -453,3 +454,72 @@ def test_operation_lines_need_a_final_stop_and_add_takes_no_number():
     # as in G-Memory's pattern, a category prefix ("Xxx: ") may span lines: the line without a stop is not lost alone
     assert parse_operations("REMOVE 2: Ends without a stop\nAGREE 1: Fine.") == [Operation("REMOVE", 2, "Fine.")]
     assert parse_operations("ADD 3: A new rule, because.") == [Operation("ADD", None, "A new rule, because.")]
+
+
+# -- what a trial stores, and state that does not leak ---------------------------------------------------------
+
+
+def test_a_conversation_is_stored_and_recalled_by_its_opening_whichever_came_last():
+    memory, _ = gmem(Scripted(), successful_topk=1, **NEVER)
+    for task_id, opening in [("shoes", "exchange running shoes"), ("chairs", "cancel my pending order of chairs")]:
+        ep = bm.episode("Help the customer per the policy", task_id, True)
+        ep.trajectory.initial_observation = opening
+        memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
+    assert memory.trials["gm-t-0"]["task_main"] == "exchange running shoes\n\nHelp the customer per the policy"
+    query = bm.query("Help the customer per the policy", "q", context="exchange my running shoes")
+    query = replace(query, task=replace(query.task, mode="conversation"))
+    assert [i.metadata["source_task"] for i in memory.recall(query)] == ["shoes"]
+
+
+def test_steps_with_negative_reward_are_left_out_of_the_stored_trajectory():
+    memory, _ = gmem(Scripted(), **NEVER)
+    ep = bm.episode(TASKS[0], "t", True, actions=("look", "break it", "finish"))
+    ep.trajectory.steps[1] = replace(
+        ep.trajectory.steps[1], observation=replace(ep.trajectory.steps[1].observation, reward=-1.0)
+    )
+    memory.observe(ep)
+    shown = memory.trials["gm-t-0"]["trajectory"]
+    assert "Act 1: look" in shown and "Act 3: finish" in shown and "break it" not in shown
+
+
+def test_distillation_replies_are_clipped_and_a_prompt_too_long_is_audited_under_its_step():
+    llm = Scripted(key_steps="x" * 3000, mistakes=ContextLimitError("too long"))
+    memory, services = gmem(llm, **NEVER)
+    memory.observe(bm.episode(TASKS[0], "a", False))
+    trial = memory.trials["gm-t-0"]
+    assert trial["key_steps"] == clip("x" * 3000, 2000) and trial["fail_reason"] == ""
+    llm.replies["key_steps"] = ContextLimitError("too long")
+    memory.observe(bm.episode(TASKS[1], "b", True))
+    assert memory.trials["gm-t-1"]["key_steps"] == ""
+    skips = [(e["purpose"], e["reason"]) for e in services.audit.read() if e["event"] == "skip"]
+    assert skips == [("mistakes", "context_limit"), ("key_steps", "context_limit")]
+    admits = [(e["memory_id"], e["success"]) for e in services.audit.read() if e.get("kind") == "trial"]
+    assert admits == [("gm-t-0", False), ("gm-t-1", True)]
+
+
+def test_query_graph_edges_carry_the_similarity_to_six_places():
+    memory, _ = gmem(Scripted(), edge_similarity=0.1, **NEVER)
+    observe(memory, [True, True], ["Sort the list of numbers", "Sort the list of integers quickly"])
+    a, b = (t["task_main"] for t in memory.trials.values())
+    sim = memory.index.similarity(memory.index.embed(b), ["gm-t-0"])["gm-t-0"]
+    assert round(sim, 7) != round(sim, 6)  # the case tells six places from seven
+    assert memory.graph.adj[b][a] == round(sim, 6) and memory.graph.adj[a][b] == round(sim, 6)
+
+
+def test_a_saved_state_does_not_change_with_the_memory_nor_the_memory_with_it():
+    memory, _ = gmem(Scripted(), **NEVER)
+    (t,) = observe(memory, [True])
+    rid = rule(memory, "Rewarded later, because.", [t["task_main"]])
+    state = memory.state_dict()
+    memory.observe(bm.episode(TASKS[0], "b", True, recalled=(rid,)))
+    assert state["insights"]["rules"][0]["score"] == 2 and memory.book.by_id(rid)["score"] == 3
+    assert set(state["trials"][0]) == set(memory.trials["gm-t-0"])
+    state["trials"][0]["graph"]["nodes"][0]["agent"] = "someone else"
+    assert memory.trials["gm-t-0"]["graph"]["nodes"][0]["agent"] == "solver"
+    fresh, _ = gmem(Scripted(), **NEVER)
+    fresh.load_state_dict(state)
+    state["insights"]["rules"][0]["score"] = 99
+    state["trials"][0]["graph"]["nodes"][0]["agent"] = "a third one"
+    assert (
+        fresh.book.by_id(rid)["score"] == 2 and fresh.trials["gm-t-0"]["graph"]["nodes"][0]["agent"] == "someone else"
+    )
