@@ -36,6 +36,8 @@ def _key(system: str) -> str:
         return "mistakes"
     if system == GP.MERGE_SYSTEM:
         return "merge"
+    if system == GP.RELEVANCE_SYSTEM:
+        return "relevance"
     if system.startswith(GP.COMPARE_SYSTEM):
         return "compare"
     if system.startswith(GP.SUCCESS_SYSTEM):
@@ -461,11 +463,13 @@ def test_operation_lines_need_a_final_stop_and_add_takes_no_number():
 
 def test_a_conversation_is_stored_and_recalled_by_its_opening_whichever_came_last():
     memory, _ = gmem(Scripted(), successful_topk=1, **NEVER)
-    for task_id, opening in [("shoes", "exchange running shoes"), ("chairs", "cancel my pending order of chairs")]:
+    # the longer opening is the one asked for: without the opening the query is nearer the shorter key
+    long_opening = "exchange my pair of running shoes for a larger size please"
+    for task_id, opening in [("shoes", long_opening), ("chairs", "cancel chairs")]:
         ep = bm.episode("Help the customer per the policy", task_id, True)
         ep.trajectory.initial_observation = opening
         memory.observe(replace(ep, task=replace(ep.task, mode="conversation")))
-    assert memory.trials["gm-t-0"]["task_main"] == "exchange running shoes\n\nHelp the customer per the policy"
+    assert memory.trials["gm-t-0"]["task_main"] == f"{long_opening}\n\nHelp the customer per the policy"
     query = bm.query("Help the customer per the policy", "q", context="exchange my running shoes")
     query = replace(query, task=replace(query.task, mode="conversation"))
     assert [i.metadata["source_task"] for i in memory.recall(query)] == ["shoes"]
@@ -523,3 +527,92 @@ def test_a_saved_state_does_not_change_with_the_memory_nor_the_memory_with_it():
     assert (
         fresh.book.by_id(rid)["score"] == 2 and fresh.trials["gm-t-0"]["graph"]["nodes"][0]["agent"] == "someone else"
     )
+
+
+# -- recall: the trial neighbourhood and the insights it ranks --------------------------------------------------
+
+Q = "alpha beta gamma delta epsilon"
+
+
+def _sims(memory, text: str) -> dict[str, float]:
+    return memory.index.similarity(memory.index.embed(text), list(memory.trials))
+
+
+def test_a_trial_exactly_at_the_threshold_is_recalled():
+    probe, _ = gmem(Scripted(), **NEVER)
+    observe(probe, [True], ["alpha beta gamma zeta"])
+    at = _sims(probe, Q)["gm-t-0"]
+    assert 0 < at < 1
+    memory, _ = gmem(Scripted(), threshold=at, **NEVER)
+    observe(memory, [True], ["alpha beta gamma zeta"])
+    assert [i.id for i in memory.recall(bm.query(Q, "q"))] == ["gm-t-0"]
+
+
+def test_insights_count_the_four_nearest_successes_and_two_nearest_failures():
+    texts = [
+        "alpha beta gamma delta s1",  # successes, nearest first
+        "alpha beta gamma s2 t2",
+        "alpha beta s3 t3 u3",
+        "alpha s4 t4 u4 v4",
+        "alpha s5 t5 u5 v5 w5 x5",
+        "alpha beta gamma delta f1 g1",  # failures, nearest first
+        "alpha beta f2 g2 h2 i2",
+        "alpha f3 g3 h3 i3 j3 k3",
+    ]
+    memory, _ = gmem(Scripted(), insights_topk=1, edge_similarity=2.0, **NEVER)
+    observe(memory, [True] * 5 + [False] * 3, texts)
+    sims = _sims(memory, Q)
+    ids = [f"gm-t-{i}" for i in range(8)]
+    assert sorted(ids[:5], key=lambda t: -sims[t]) == ids[:5] and sorted(ids[5:], key=lambda t: -sims[t]) == ids[5:]
+
+    def top_rule(*links: str) -> str:
+        memory.book = type(memory.book)()
+        for i, text in enumerate(links):
+            memory.book.add(f"Rule {i}, because.", [text])
+        return next(i.text for i in memory.recall(bm.query(Q, "q")) if i.kind == "insight")
+
+    assert top_rule(texts[4], texts[0]) == "Rule 1, because."  # the fifth success does not count
+    assert top_rule(texts[7], texts[0]) == "Rule 1, because."  # nor the third failure
+    assert top_rule(texts[5], texts[0]) == "Rule 0, because."  # the nearest failure does (ties keep book order)
+
+
+def _neighbourhood(**params):
+    """Nearest task N1 failed, the next N2 succeeded; M succeeded and is linked to N2 only, while T (not
+    linked) is nearer the query than M."""
+    texts = {
+        "N1": "alpha beta gamma delta epsilon zeta",
+        "N2": "alpha beta gamma delta eta theta",
+        "T": "alpha beta gamma iota kappa lambda",
+        "M": "alpha mu nu xi omicron pi",
+    }
+    memory, _ = gmem(Scripted(), edge_similarity=2.0, **NEVER | params)
+    observe(memory, [False, True, True, True], list(texts.values()))
+    memory.graph.add_edge(texts["N2"], texts["M"], 0.9)
+    ids = dict(zip(texts, memory.trials, strict=True))
+    sims = _sims(memory, Q)
+    assert sims[ids["N1"]] > sims[ids["N2"]] > sims[ids["T"]] > sims[ids["M"]] > 0
+    return memory, ids, sims
+
+
+def test_the_graph_is_entered_at_as_many_nearest_tasks_as_half_the_trials_asked_for():
+    memory, ids, _ = _neighbourhood()
+    qvec = memory.index.embed(Q)
+    successes, _ = memory._retrieve_trials(qvec, 2, 2, memory.index.rank(qvec))
+    assert [t for t, _ in successes] == [ids["N2"], ids["M"]]  # entered at N1 and N2: N2's neighbour M, no top-up
+
+
+def test_enough_graph_trials_mean_no_top_up_even_when_the_threshold_drops_some():
+    memory, ids, sims = _neighbourhood()
+    memory.params = memory.params.model_copy(update={"threshold": (sims[ids["T"]] + sims[ids["M"]]) / 2})
+    qvec = memory.index.embed(Q)
+    successes, _ = memory._retrieve_trials(qvec, 2, 2, memory.index.rank(qvec))
+    assert [t for t, _ in successes] == [ids["N2"]]
+
+
+def test_llm_reranking_sees_twice_the_successes_shown():
+    llm = Scripted(relevance="7")
+    memory, _ = gmem(llm, rerank_with_llm=True, successful_topk=1, **NEVER)
+    observe(memory, [True] * 4, ["alpha beta one", "alpha beta two", "alpha beta three", "alpha beta four"])
+    llm.calls.clear()
+    memory.recall(bm.query("alpha beta", "q"))
+    assert [c["key"] for c in llm.calls] == ["relevance", "relevance"]
