@@ -616,3 +616,21 @@ def test_llm_reranking_sees_twice_the_successes_shown():
     llm.calls.clear()
     memory.recall(bm.query("alpha beta", "q"))
     assert [c["key"] for c in llm.calls] == ["relevance", "relevance"]
+
+
+def test_graph_failures_keep_their_place_ahead_of_nearer_top_ups():
+    """Recall looks for twice the failures shown, entering the graph at (2*1 + 2*2) // 2 = 3 nearest tasks:
+    the fourth nearest (a failure) comes only from the top-up, after the graph's failure."""
+    texts = [
+        "alpha beta gamma delta s1",
+        "alpha beta gamma s2 t2",
+        "alpha beta s3 t3 u3",
+        "alpha s4 t4 u4 v4",  # failure, fourth nearest
+        "alpha f5 g5 h5 i5 j5 k5",  # failure, far, linked to the third nearest
+    ]
+    memory, _ = gmem(Scripted(), failed_topk=2, include_failed_trials=True, edge_similarity=2.0, **NEVER)
+    observe(memory, [True, True, True, False, False], texts)
+    memory.graph.add_edge(texts[2], texts[4], 0.9)
+    sims = _sims(memory, Q)
+    assert sorted(sims, key=lambda t: -sims[t]) == [f"gm-t-{i}" for i in range(5)]
+    assert [i.id for i in memory.recall(bm.query(Q, "q"))] == ["gm-t-0", "gm-t-4", "gm-t-3"]
