@@ -75,6 +75,9 @@ Further defects, also fixed:
    shuffling use seeded generators (the original uses the global RNG) and
    task lists keep their order (the original uses set(), whose order varies),
    so runs are deterministic.
+8. finetune_insights appends the drawn trial to its comparison group even
+   when the similarity search already returned it (its own nearest trial),
+   so it is shown twice; here it is added only when missing.
 Deviations: tasks are clustered for merging by the connected components of
 the query graph instead of FINCH (no extra dependency; same role); role
 projection of insights (`use_projector`, off by default) and the
