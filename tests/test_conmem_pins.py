@@ -1262,3 +1262,59 @@ def test_recall_query_for_a_conversation_task_is_its_task_text():
     query = RecallQuery(task=task, level="agent", agent="solver", role="actor", context="")
     assert [i.id for i in m.recall(query)] == ["cm-0"]
     assert Trajectory and Outcome  # imported types used by the builders
+
+
+# -- store.py ----------------------------------------------------------------------------------------
+
+
+def test_store_put_replace_and_remove_keep_every_index_in_step():
+    a = card("a", task="zebra koala", plan="llama wombat bison", triggers=["zebra"], score=0.7)
+    b = card("b", task="zebra koala", plan="llama wombat bison", domain="", score=0.0, outcome="failure", rq=0.5)
+    c = card("c", task="otter panda", plan="heron egret crane", domain="other")
+    store = store_of(a, b, c)
+    assert store.pattern_related(store.cards["a"], *C.pattern_features(a)) == ["b"]
+    assert store.pattern_related(store.cards["b"], *C.pattern_features(b)) == ["a"]  # an empty domain matches
+    f = store.features("b")
+    assert f.sections == (False, True, False, False) and f.quality == 0.5 and f.credibility == pytest.approx(0.765)
+    assert store.features("a").quality == 0.7 and store.features("a").keywords == C.tokens(C.trigger_text(a))
+    arrays = store.arrays()
+    row = store.index.row_ids.index("b")
+    assert list(arrays.sections[row]) == [0.0, 1.0, 0.0, 0.0] and arrays.quality[row] == 0.5
+    assert arrays.credibility[row] == pytest.approx(0.765)
+    assert {t for t, col in arrays.vocabulary.items() if arrays.keywords[row, col]} == C.tokens(C.trigger_text(b))
+    # replacing a card re-derives it: its old terms no longer relate it
+    moved = copy.deepcopy(c) | {"id": "b", "domain": ""}
+    store.put(moved)
+    assert store.pattern_related(store.cards["a"], *C.pattern_features(a)) == []
+    assert store.pattern_related(moved, *C.pattern_features(moved)) == ["c"]
+    assert store.arrays().sections[store.index.row_ids.index("b")].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert float(store.index.vector("b") @ store.index.vector("c")) == pytest.approx(1.0, abs=1e-5)
+    store.add_edges([_edge("a", "b", "supports"), _edge("c", "a", "conflicts"), _edge("b", "c", "supports")])
+    assert [(e["src"], e["dst"]) for e in store.edges_touching({"a"})] == [("a", "b"), ("c", "a")]
+    assert [(e["src"], e["dst"]) for e in store.edges_touching({"c", "b"})] == [("a", "b"), ("b", "c"), ("c", "a")]
+    store.remove("b")
+    assert "b" not in store.cards and "b" not in store.index
+    assert [(e["src"], e["dst"]) for e in store.edges_touching({"a", "c"})] == [("c", "a")]
+    assert store.pattern_related(c, *C.pattern_features(c)) == []
+    ids, sims = store.index.scores(store.index.vector("a"))
+    assert sims[ids.index(None)] == -np.inf
+    assert store.arrays().sections.shape[0] == len(store.index.row_ids)
+
+
+def test_store_state_is_a_copy_and_loads_lazily():
+    a = card("a", task="zebra koala", plan="llama wombat bison")
+    store = store_of(a)
+    store.add_edges([_edge("a", "a", "supports")])
+    state = store.state()
+    state["cards"][0]["summary"] = "changed"
+    assert store.cards["a"]["summary"] == ""
+    other = CardStore(Embedder("lexical"))
+    other.load(store.state())
+    assert other.cards == store.cards and other.edges == store.edges
+    assert other.features("a").terms == C.pattern_features(other.cards["a"])[0]
+    assert [e["src"] for e in other.edges_touching({"a"})] == ["a"]
+    assert float(other.index.vector("a") @ store.index.vector("a")) == pytest.approx(1.0, abs=1e-5)
+    other.cards["a"]["summary"] = "mine"
+    assert store.cards["a"]["summary"] == ""
+    other.load({"cards": [], "edges": []})
+    assert other.cards == {} and other.edges_touching({"a"}) == [] and len(other.index) == 0
