@@ -1318,3 +1318,246 @@ def test_store_state_is_a_copy_and_loads_lazily():
     assert store.cards["a"]["summary"] == ""
     other.load({"cards": [], "edges": []})
     assert other.cards == {} and other.edges_touching({"a"}) == [] and len(other.index) == 0
+
+
+# -- audit events, prompt parsing and call parameters ------------------------------------------------------
+
+
+def _last(m: ConMem, event: str) -> dict[str, Any]:
+    entry = [e for e in m.audit.read() if e["event"] == event][-1]
+    return {k: v for k, v in entry.items() if k != "seq"}
+
+
+def test_skips_are_audited_with_their_step_reason_and_task():
+    m = method()
+    m.observe(episode(bm.SORT, "u", None))
+    assert _last(m, "skip") == {"event": "skip", "purpose": "extract", "reason": "no_label", "task": "u"}
+    m.observe(episode(bm.SORT, "e", False, actions=()))
+    assert _last(m, "skip") == {"event": "skip", "purpose": "extract", "reason": "uninformative_failure", "task": "e"}
+    off = method(failure_admission=False)
+    off.observe(episode(bm.SORT, "f", False))
+    assert _last(off, "skip") == {"event": "skip", "purpose": "extract", "reason": "failure_admission_off", "task": "f"}
+    SCRIPT["conmem.extract"] = "no cards"
+    m.observe(episode(bm.SORT, "s", True))
+    assert _last(m, "skip") == {"event": "skip", "purpose": "extract", "reason": "unparsable", "reply": "no cards"} | {
+        "task": "s"
+    }
+    SCRIPT["conmem.extract"] = ContextLimitError("too long")
+    m.observe(episode(bm.SORT, "s", True))
+    assert _last(m, "skip")["purpose"] == "extract" and _last(m, "skip")["reason"] == "context_limit"
+    SCRIPT["conmem.reflect"] = ContextLimitError("too long")
+    m.observe(episode(bm.SORT, "f", False))
+    assert [e["purpose"] for e in m.audit.read() if e.get("reason") == "context_limit"][-2:] == ["interpret", "extract"]
+
+
+def test_tagged_replies_are_read_inside_their_tags():
+    m = method()
+    SCRIPT["conmem.extract"] = 'Example: {"shape": 1}\n' + cards_reply(raw_card())
+    m.observe(episode(bm.SORT, "s", True))
+    assert len(m.store.cards) == 1  # the JSON inside <cards>, not the first JSON of the reply
+    w = _twins(merge_every=2, admission_threshold=0.0)
+    SCRIPT["conmem.merge"] = 'Shape: {"x": 1}\n<merged_card>' + json.dumps(MERGED) + "</merged_card>"
+    w.maintain(0)
+    assert len(w.store.cards) == 1 and next(iter(w.store.cards.values()))["summary"] == "Merged sort."
+
+
+def test_long_trajectories_are_shown_whole_below_the_compression_threshold():
+    long_action = "move " + "x" * 7000
+    ep = episode(bm.SORT, "s", True, actions=(long_action,))
+    m = method(trajectory_max_tokens=100_000)
+    SCRIPT["conmem.extract"] = cards_reply(raw_card())
+    m.observe(ep)
+    assert long_action in CALLS[-1]["user"]
+
+
+def test_compression_starts_strictly_above_max_tokens_of_four_characters():
+    from baselines.trajectory_text import render_trajectory
+
+    for extra in ("", "a", "ab", "abc"):
+        task = bm.SORT + extra
+        ep = episode(task, "s", True, actions=tuple(f"action number {i}" for i in range(30)))
+        text = f"Task: {task}\nOutcome: success\n\n" + render_trajectory(ep.trajectory, max_chars=10**9)
+        limit = len(text) // 4
+        SCRIPT["conmem.extract"] = cards_reply(raw_card())
+        CALLS.clear()
+        method(trajectory_max_tokens=limit).observe(ep)
+        assert [c["key"] for c in CALLS] == ["conmem.extract"], extra
+        CALLS.clear()
+        method(trajectory_max_tokens=limit - 1).observe(ep)
+        assert [c["key"] for c in CALLS] == ["conmem.compress", "conmem.extract"], extra
+
+
+def test_reflection_sees_the_trajectory_and_extraction_sees_both():
+    SCRIPT["conmem.reflect"] = "<reflection>Root cause: stop.</reflection>"
+    SCRIPT["conmem.extract"] = cards_reply(raw_card())
+    method().observe(episode(bm.SORT, "f", False))
+    reflect, extract = CALLS
+    assert f"<trajectory>\nTask: {bm.SORT}\nOutcome: failure\n\n" in reflect["user"] and "look" in reflect["user"]
+    assert f"<trajectory>\nTask: {bm.SORT}\nOutcome: failure\n\n" in extract["user"]
+    assert "finish" in extract["user"] and "--- Failure Reflection ---\nRoot cause: stop." in extract["user"]
+    assert reflect["params"]["temperature"] == 0.0
+
+
+def test_merge_call_parameters_prompt_layout_and_clipping():
+    w = _twins(merge_every=2, admission_threshold=0.0, temperature=0.7, max_tokens=333)
+    long = MERGED | {"summary": "s" * 200, "evidence": "e" * 500}
+    SCRIPT["conmem.merge"] = json.dumps(long)
+    CALLS.clear()
+    w.maintain(0)
+    (call,) = CALLS
+    assert call["params"]["temperature"] == 0.0 and call["params"]["max_tokens"] == 333
+    assert '</card>\n\n<card role="candidate"' in call["user"]
+    (c,) = w.store.cards.values()
+    assert c["summary"] == "s" * 157 + "..." and len(c["evidence"]) == 360
+    SCRIPT["conmem.merge"] = ContextLimitError("too long")
+    v = _twins(merge_every=2, admission_threshold=0.0)
+    v.maintain(0)
+    assert _last(v, "skip")["purpose"] == "merge" and len(v.store.cards) == 2
+    SCRIPT["conmem.merge"] = "nonsense"
+    u = _twins(merge_every=2, admission_threshold=0.0)
+    u.maintain(0)
+    scores = {cid: c["admission_score"] for cid, c in u.store.cards.items()}
+    skip = _last(u, "skip")
+    assert skip["winner"] == max(scores, key=scores.get) and skip["loser"] == min(scores, key=scores.get)
+
+
+def test_source_agent_is_clipped_and_new_cards_start_unscored():
+    SCRIPT["conmem.extract"] = cards_reply(raw_card(source_agent="a" * 100))
+    m = method(admission_threshold=2.0)  # nothing admitted: the rejected candidate is audited with its quality
+    m.observe(episode(bm.SORT, "s", True))
+    k = method()
+    k.observe(episode(bm.SORT, "s", True))
+    c = k.store.cards["cm-0"]
+    assert c["provenance"]["source_agent"] == "a" * 77 + "..."
+    raw = k._card(raw_card(), episode(bm.SORT, "s", False), "failure", 0.12345678)
+    assert raw["id"] == "" and raw["quality"] == {} and raw["admission_score"] == 0.0
+    assert raw["provenance"]["reflection_quality"] == 0.123457
+
+
+def test_relation_thresholds_are_inclusive():
+    old = card("o", plan="plan")  # composed: "[plan] plan" -> the single word "plan"
+    assert _relation(card("n", plan="alpha beta", eval="failed"), old, 0.3) == ("conflicts", 0.4)  # overlap 1/5
+    assert _relation(card("n", plan="alpha", eval="beta gamma"), old, 0.3) == ("satisfies", 0.4)
+    assert _relation(card("n", plan="alpha gamma", state="beta"), old, 0.3) == ("constrains", 0.4)
+    assert _relation(card("n", plan="alpha beta gamma", state="delta"), old, 0.3) == (None, 0.0)  # 1/6
+    words = [f"word{chr(97 + i)}" for i in range(19)]
+    new = card("n", plan=" ".join(words))
+    nine = card("o", plan=" ".join(words[:8]))  # 9 of 20 words: overlap 0.45
+    assert _relation(new, nine, 0.5) == ("supports", pytest.approx(0.5))
+    assert _relation(new, card("o", plan=" ".join(words[:7])), 0.5) == (None, 0.0)  # 8 of 20
+
+
+def test_merged_view_appends_only_new_section_text():
+    hi = card("hi", task="sort", plan="swap neighbours", evidence="", score=0.9)
+    lo = card("lo", task="sort", plan="swap", exec="loop", evidence="e2", score=0.5)
+    view = retrieval._merged_view(store_of(hi, lo), ["lo", "hi"])
+    assert view["sections"]["plan"] == "swap neighbours" and view["sections"]["exec"] == "loop"
+    assert view["evidence"] == "e2" and view["merged_from"] == ["hi", "lo"]
+
+
+STOP_A = "about after again agent also based before being"
+STOP_B = "build card case check constraint content current default ensure"
+
+
+def _unit(cos: float) -> np.ndarray:
+    return np.array([cos, math.sqrt(max(0.0, 1 - cos * cos))], dtype=np.float32)
+
+
+def test_should_merge_boundaries():
+    e0 = _unit(1.0)
+    # same cluster key (one pattern term, zebra), little overlap: only similarity can decide
+    a = card("a", task="zebra zebra", plan=f"zebra {STOP_A}")
+    b = card("b", task="zebra", plan=f"zebra {STOP_B}")
+    assert C.pattern_features(a)[1] == C.pattern_features(b)[1]
+    strong = _unit(0.9)
+    sim = float(e0 @ strong)
+    assert method(merge_strong_similarity=sim)._should_merge(a, e0, b, strong)
+    assert not method(merge_strong_similarity=sim + 1e-6)._should_merge(a, e0, b, strong)
+    mid = _unit(0.86)
+    m_sim = float(e0 @ mid)
+    assert not method(merge_similarity=m_sim)._should_merge(a, e0, b, mid)  # passes the gate, no overlap signal
+    # trigger overlap decides (1/3 here), inclusive
+    ta, tb = a | {"triggers": ["zebra about"]}, b | {"triggers": ["zebra after"]}
+    assert method(merge_overlap=1 / 3)._should_merge(ta, e0, tb, mid)
+    assert not method(merge_overlap=1 / 3 + 1e-6)._should_merge(ta, e0, tb, mid)
+    # composed-content overlap decides, inclusive
+    composed = C.token_overlap(C.compose(a), C.compose(b))
+    assert method(merge_overlap=composed)._should_merge(a, e0, b, mid)
+    assert not method(merge_overlap=composed + 1e-6)._should_merge(a, e0, b, mid)
+    # different cluster keys: exactly two shared pattern terms pass the gate and decide
+    c = card("c", task="zebra zebra koala koala", plan=f"zebra koala {STOP_A}")
+    d = card("d", task="zebra zebra koala koala", plan=f"zebra koala bison {STOP_B}")
+    (tc, kc), (td, kd) = C.pattern_features(c), C.pattern_features(d)
+    assert kc != kd and len(tc & td) == 2
+    assert method()._should_merge(c, e0, d, mid)
+    assert method(merge_similarity=m_sim)._should_merge(c, e0, d, mid)
+    assert not method(merge_similarity=m_sim + 1e-6)._should_merge(c, e0, d, mid)
+
+
+def test_merge_calls_count_one_per_rewrite():
+    same = {"structured_content": {"plan": "Compare neighbours and swap them"}, "summary": "Merged sort."}
+    SCRIPT["conmem.merge"] = json.dumps(same | {"trigger_semantics": ["when sorting numbers"], "evidence": "e"})
+    base = card("", task=bm.SORT, plan="Compare neighbours and swap them", triggers=["when sorting numbers"])
+    for limit, left in ((2, 2), (3, 1)):
+        m = method(merge_every=1, max_merge_calls=limit)
+        for score in (0.6, 0.9, 0.7, 0.8):
+            _put(m, copy.deepcopy(base) | {"admission_score": score})
+        m.committed_tasks = 1
+        m.maintain(0)
+        assert len(m.store.cards) == left and "cm-1" in m.store.cards
+
+
+def test_retrieve_relevance_and_activation_gates_are_inclusive():
+    a = card("a", task="sort numbers list", plan="sort numbers", triggers=["sort numbers"], score=0.9)
+    store = store_of(a)
+    query = "sort numbers list"
+    qvec = store.index.embed(query)
+    ids, sims = store.index.scores(qvec)
+    sim = float(sims[ids.index("a")])
+    needs = {s: 0.25 for s in C.SECTIONS}
+    assert retrieval.retrieve(store, query, qvec, needs, params(min_relevance=sim)) == ["a"]
+    # overlap 1 -> trigger 0.65 sim + 0.35; base = max(trigger, sim); needs boost 0.25 (one section)
+    base = max(0.65 * sim + 0.35, sim)
+    assert retrieval.retrieve(store, query, qvec, needs, params(activation=base + 0.25)) == ["a"]
+    assert retrieval.retrieve(store, query, qvec, needs, params(activation=base + 0.25 + 1e-6)) == []
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+            st.lists(st.sampled_from(WORDS), min_size=0, max_size=3),
+            st.sampled_from(C.SECTIONS),
+            st.sampled_from(["success", "partial", "failure"]),
+            st.floats(0.0, 1.0),
+        ),
+        min_size=2,
+        max_size=6,
+        unique_by=lambda t: (tuple(t[0]), tuple(t[1])),
+    ),
+    st.lists(st.sampled_from([*WORDS, "plan", "check", "what is"]), min_size=1, max_size=6),
+    st.integers(1, 4),
+    st.floats(0.05, 0.5),
+    st.floats(0.1, 0.9),
+    st.floats(0.0, 0.4),
+)
+def test_retrieve_order_matches_the_reference(specs, query_words, top_k, min_rel, activation, min_overlap):
+    cards = [
+        card(
+            f"c{i}",
+            task=" ".join(task_words),
+            triggers=[" ".join(trig)] if trig else [],
+            outcome=outcome,
+            score=round(score, 2),
+            **{section: " ".join(reversed(task_words))},
+        )
+        for i, (task_words, trig, section, outcome, score) in enumerate(specs)
+    ]
+    store = store_of(*cards)
+    query = " ".join(query_words)
+    needs = retrieval.task_needs(query, "unit")
+    p = params(top_k=top_k, min_relevance=min_rel, activation=activation, min_keyword_overlap=min_overlap)
+    assert retrieval.retrieve(store, query, store.index.embed(query), needs, p) == _reference_retrieve(
+        store, query, needs, p
+    )
