@@ -1561,3 +1561,158 @@ def test_retrieve_order_matches_the_reference(specs, query_words, top_k, min_rel
     assert retrieval.retrieve(store, query, store.index.embed(query), needs, p) == _reference_retrieve(
         store, query, needs, p
     )
+
+
+# -- smaller rules: clipping, parsing details, bookkeeping ------------------------------------------------
+
+
+def test_truncate_cuts_at_the_last_space_and_pattern_terms_read_every_trigger():
+    assert R.truncate("aa bb cc dd", 8) == "aa bb..." and R.truncate("aa bb cc", 6) == "aa bb..."
+    assert R.truncate("ab", 1) == "a..."
+    rich = card("r", task="zebra", plan="llama koala wombat bison", triggers=["heron", "egret crane"])
+    terms, key = C.pattern_features(rich)
+    # method side: plan words twice each, trigger words once; three kept, ties alphabetical
+    assert key == "fam:bison,koala|met:bison,koala,llama"
+    assert terms == frozenset({"bison", "koala", "llama"})
+    two = card("t", task="zebra", triggers=["heron heron", "egret egret"])
+    assert C.pattern_features(two)[1] == "fam:zebra|met:egret,heron"
+
+
+def test_scores_and_weights_are_rounded_to_six_places():
+    first = {"state": "alpha beta", "plan": "beta gamma", "eval": "failed sort"}
+    SCRIPT["conmem.extract"] = cards_reply(raw_card(structured_content=first))
+    m = method()
+    m.observe(episode(bm.SORT, "f", True))
+    second = {"state": "alpha beta", "plan": "beta omega", "eval": "failed sort"}
+    SCRIPT["conmem.extract"] = cards_reply(raw_card(structured_content=second))
+    m.observe(episode(bm.SORT, "g", True))
+    c = m.store.cards["cm-1"]
+    values = [c["admission_score"], *c["quality"].values(), *(e["weight"] for e in m.store.edges.values())]
+    assert m.store.edges and all(v == round(v, 6) for v in values)
+    assert c["quality"]["novelty"] != round(c["quality"]["novelty"], 5)
+    assert c["admission_score"] != round(c["admission_score"], 5)
+    assert all(e["weight"] != round(e["weight"], 5) for e in m.store.edges.values())
+
+
+def test_a_rejected_candidate_does_not_stop_later_ones_and_audits_clip_summaries():
+    thin = {"structured_content": {"state": "alpha beta", "plan": "gamma delta"}, "trigger_semantics": ["x"]}
+    SCRIPT["conmem.extract"] = cards_reply(thin, raw_card(summary="S" * 250))
+    m = method()
+    m.observe(episode(bm.SORT, "s", True))
+    assert list(m.store.cards) == ["cm-0"] and _last(m, "admit")["summary"] == "S" * 200
+    link = method()
+    base = card("cm-0", task=bm.SORT, plan="alpha beta gamma delta", summary="sort", triggers=["sort"])
+    link.store.put(base)
+    link.store.put(copy.deepcopy(base) | {"id": "cm-1"})
+    link.next_id = 2
+    nid = _put(link, copy.deepcopy(base) | {"id": ""})
+    link._link([nid])
+    assert len(link.store.edges) == 4  # supports both ways with each of the two earlier cards
+    assert _last(link, "link") | {"event": "x"} == {"event": "x", **link.store.edges[("cm-1", nid)]}
+    w = _twins(merge_every=2, admission_threshold=0.0)
+    SCRIPT["conmem.merge"] = json.dumps(MERGED | {"summary": "M" * 159})
+    w.maintain(0)
+    assert _last(w, "merge")["summary"] == "M" * 159
+
+
+def test_links_reach_cards_without_a_domain_and_skip_unrelated_neighbours():
+    m = method()
+    old = card("cm-0", task=bm.SORT, plan="alpha beta gamma delta", summary="sort", triggers=["sort"], domain="")
+    m.store.put(old)
+    m.next_id = 1
+    nid = _put(m, copy.deepcopy(old) | {"id": "", "domain": "unit"})
+    m._link([nid])
+    assert {k for k in m.store.edges} == {("cm-0", nid), (nid, "cm-0")}
+    # a first neighbour with no relation does not stop the search
+    n = method(graph_similarity=0.0)
+    task = "Sort the list of numbers in ascending order and return the sorted list quickly today"
+    n.store.put(card("cm-0", task=task, plan="zeta omega", summary="sort numbers ascending", triggers=["sort numbers"]))
+    n.store.put(card("cm-1", task="graph path search", plan="alpha beta gamma delta", summary="walk"))
+    n.next_id = 2
+    new = card(
+        "", task=task, plan="alpha beta gamma delta", summary="sort numbers ascending", triggers=["sort numbers"]
+    )
+    nid = _put(n, new)
+    hits = n.store.index.search(n.store.index.vector(nid), 10, allow=lambda o: o != nid)
+    assert [h for h, _ in hits] == ["cm-0", "cm-1"] and _relation(new, n.store.cards["cm-0"], hits[0][1])[0] is None
+    n._link([nid])
+    assert set(n.store.edges) == {("cm-1", nid), (nid, "cm-1")}
+
+
+def test_interpret_calls_use_the_method_temperature_and_existing_text_layout():
+    SCRIPT["conmem.extract"] = cards_reply(raw_card())
+    m = method(temperature=0.5)
+    m.observe(episode(bm.SORT, "f", False))
+    assert [c["params"]["temperature"] for c in CALLS] == [0.5, 0.5]
+    assert CALLS[-1]["user"].endswith("</trajectory>\n\n<cards>")  # no existing cards: nothing between
+    m.observe(episode(bm.SORT, "f", False))
+    block = CALLS[-1]["user"].split("Card 1: ", 1)[1].split("\n\n<cards>")[0]
+    assert block == (
+        "Sort by swapping neighbours.\n  - state: Lists of numbers need ordering.\n"
+        "  - plan: Compare neighbours and swap them until ordered.\n"
+        "  - eval: Verify every neighbour pair is ordered."
+    )
+
+
+def test_trigger_clean_up_edges():
+    m = method()
+    sections = {s: "" for s in C.SECTIONS}
+    assert m._triggers(["Xylophone tuning X", "y" * 100, "z" * 101], sections) == ["Xylophone tuning X", "y" * 100]
+    assert _card_for_merge("winner", card("c", summary="s" * 300, evidence="e" * 300)).splitlines()[1:6:4] == [
+        "Summary: " + "s" * 237 + "...",
+        "Evidence: " + "e" * 237 + "...",
+    ]
+
+
+def test_recall_with_top_one_and_the_query_level():
+    SCRIPT["conmem.extract"] = cards_reply(raw_card())
+    m = method(top_k=1)
+    m.observe(episode(bm.SORT, "s", True))
+    q = RecallQuery(task=bm.task(bm.SORT, "q"), level="team", agent="solver", role="actor", context="")
+    (item,) = m.recall(q)
+    assert item.level == "team"
+
+
+def test_coordination_handles_every_conflict_and_keeps_going():
+    x = card("x", task="alpha beta", score=0.4)
+    y = card("y", task="gamma delta", score=0.7)
+    u = card("u", task="epsilon kappa", score=0.9)
+    v = card("v", task="lambda sigma", score=0.3)
+    z = card("z", task="omega theta", triggers=["sorting lists"], summary="keep order", score=0.8)
+    store = store_of(x, y, u, v, z)
+    edges = [
+        _edge("x", "u", "supports"),
+        _edge("x", "outside", "conflicts"),
+        _edge("x", "y", "conflicts"),
+        _edge("u", "v", "conflicts"),
+    ]
+    assert [w["id"] for w in retrieval.coordinate(store, ["x", "y", "u", "v"], edges, "task", params())] == ["y", "u"]
+    deferred = [_edge("x", "z", "constrains")]
+    assert [w["id"] for w in retrieval.coordinate(store, ["z", "x"], deferred, "unrelated", params())] == ["x"]
+    hi = card("hi", task="sort numbers list", plan="swap", score=0.9)
+    lo = card("lo", task="sort numbers list", plan="swap them", score=0.5)
+    pair = store_of(hi, lo)
+    cos = float(pair.index.vector("hi") @ pair.index.vector("lo"))
+    assert len(retrieval.coordinate(pair, ["hi", "lo"], [], "t", params(coord_merge=cos))) == 1
+    assert len(retrieval.coordinate(pair, ["hi", "lo"], [], "t", params(coord_merge=cos + 1e-6))) == 2
+
+
+def test_expand_follows_matching_constraints_and_caps_the_activated_set():
+    cs = [card(c, task=f"task {c}", score=s) for c, s in (("a", 0.9), ("b", 0.5), ("c", 0.7))]
+    cs.append(card("k", triggers=["sorting numbers"], summary="keep duplicates", score=0.1))
+    store = store_of(*cs)
+    store.add_edges([_edge("a", "k", "constrains")])
+    assert retrieval.expand(store, ["a"], "sorting numbers", params())[0] == ["a", "k"]
+    assert retrieval.expand(store, ["a"], "unrelated words", params())[0] == ["a"]
+    assert retrieval.expand(store, ["a", "b", "c"], "t", params(top_k=2, expansion_max_cards=1))[0] == ["a", "b"]
+
+
+def test_pattern_relations_use_shared_terms_and_cluster_keys():
+    c = card("c", task="zebra zebra koala koala", plan=f"zebra koala {STOP_A}")
+    d = card("d", task="zebra zebra koala koala", plan=f"zebra koala bison {STOP_B}")
+    store = store_of(c, d)
+    assert store.pattern_related(c, *C.pattern_features(c)) == ["d"]  # two shared terms, other keys
+    a = card("a", task="zebra zebra", plan=f"zebra {STOP_A}")
+    b = card("b", task="zebra", plan=f"zebra {STOP_B}")
+    solo = store_of(a, b)
+    assert solo.pattern_related(a, *C.pattern_features(a)) == ["b"]  # one shared term, same key
