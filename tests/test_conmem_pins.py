@@ -1716,3 +1716,75 @@ def test_pattern_relations_use_shared_terms_and_cluster_keys():
     b = card("b", task="zebra", plan=f"zebra {STOP_B}")
     solo = store_of(a, b)
     assert solo.pattern_related(a, *C.pattern_features(a)) == ["b"]  # one shared term, same key
+
+
+def test_trigger_overlap_reads_triggers_and_summary_as_separate_words():
+    e0, mid = _unit(1.0), _unit(0.86)
+    a = card("a", task="zebra zebra", plan=f"zebra {STOP_A}", triggers=["zebra"], summary="about")
+    b = card("b", task="zebra", plan=f"zebra {STOP_B}", triggers=["zebra"], summary="about")
+    assert method()._should_merge(a, e0, b, mid)  # trigger text {zebra, about} on both sides
+
+
+def test_single_term_cards_relate_by_their_cluster_key_for_novelty_and_merging():
+    a = card("cm-0", task="zebra zebra", plan="zebra")
+    m = method()
+    m.store.put(copy.deepcopy(a))
+    m.next_id = 1
+    cand = copy.deepcopy(a) | {"id": "", "create_round": m.round}
+    m._admit([cand])
+    assert cand["quality"]["novelty"] == pytest.approx(0.0, abs=1e-5)
+    SCRIPT["conmem.merge"] = json.dumps(MERGED)
+    twins = method(merge_every=1)
+    for score in (0.7, 0.6):
+        _put(twins, copy.deepcopy(a) | {"id": "", "admission_score": score})
+    twins.committed_tasks = 1
+    twins.maintain(0)
+    assert list(twins.store.cards) == ["cm-0"]
+
+
+def test_recall_uses_the_benchmark_needs_preset():
+    c = card("cm-0", task="zebra koala wombat", exec="zebra koala wombat", triggers=["zebra"], score=0.6)
+    probe = store_of(c)
+    query = "zebra koala wombat"
+    qvec = probe.index.embed(query)
+    sim = float(probe.index.vector("cm-0") @ qvec)
+    base = max(0.65 * sim + 0.35 * 1.0, sim)
+    # no need keywords: uniform 0.25 for exec; PDDL's preset gives exec 0.2174
+    activation = base + 0.24
+    for benchmark, found in (("unit", ["cm-0"]), ("pddl", [])):
+        m = method(activation=activation)
+        m.store.put(copy.deepcopy(c))
+        q = RecallQuery(task=bm.task(query, "q", benchmark=benchmark), level="agent", agent="s", role="actor")
+        assert [i.id for i in m.recall(q)] == found, benchmark
+
+
+def test_tied_conflicts_keep_the_first_sources_card_and_evidence_keeps_its_letters():
+    x = card("x", task="alpha beta", score=0.7)
+    y = card("y", task="gamma delta", score=0.7)
+    store = store_of(x, y)
+    both = [_edge("x", "y", "conflicts"), _edge("y", "x", "conflicts")]
+    assert [v["id"] for v in retrieval.coordinate(store, ["x", "y"], both, "task", params())] == ["x"]
+    hi = card("hi", task="sort", evidence="Xray", score=0.9)
+    lo = card("lo", task="sort", evidence="", score=0.5)
+    assert retrieval._merged_view(store_of(hi, lo), ["hi", "lo"])["evidence"] == "Xray"
+    hi2 = card("hi", task="sort", evidence="", score=0.9)
+    lo2 = card("lo", task="sort", evidence="Xray X", score=0.5)
+    assert retrieval._merged_view(store_of(hi2, lo2), ["hi", "lo"])["evidence"] == "Xray X"
+
+
+def test_loaded_and_exported_state_share_nothing_with_the_store():
+    a = card("a", task="zebra koala", plan="llama wombat bison")
+    b = card("b", task="zebra koala", plan="llama wombat bison")
+    store = store_of(a, b)
+    store.add_edges([_edge("a", "b", "supports")])
+    exported = store.state()
+    exported["edges"][0]["weight"] = 0.0
+    assert store.edges[("a", "b")]["weight"] == 0.8
+    state = store.state()
+    other = CardStore(Embedder("lexical"))
+    other.load(state)
+    other.cards["a"]["sections"]["plan"] = "changed"
+    assert state["cards"][0]["sections"]["plan"] == "llama wombat bison"
+    fresh = CardStore(Embedder("lexical"))
+    fresh.load(store.state())
+    assert fresh.pattern_related(fresh.cards["a"], *C.pattern_features(a)) == ["b"]  # derived on first use
