@@ -1788,3 +1788,24 @@ def test_loaded_and_exported_state_share_nothing_with_the_store():
     fresh = CardStore(Embedder("lexical"))
     fresh.load(store.state())
     assert fresh.pattern_related(fresh.cards["a"], *C.pattern_features(a)) == ["b"]  # derived on first use
+
+
+def test_merge_pass_goes_on_after_absorbed_cards_and_failed_rewrites():
+    SCRIPT["conmem.merge"] = json.dumps(MERGED)
+    sort = card("", task=bm.SORT, plan="Compare neighbours and swap them", triggers=["when sorting numbers"])
+    words = card("", task=bm.TRANSLATE, plan="Translate each French word into German", triggers=["when translating"])
+    m = method(merge_every=1)
+    for base, score in ((sort, 0.9), (sort, 0.8), (words, 0.5), (words, 0.4)):
+        _put(m, copy.deepcopy(base) | {"admission_score": score})
+    m.committed_tasks = 1
+    m.maintain(0)
+    assert sorted(m.store.cards) == ["cm-0", "cm-2"] and len(CALLS) == 2
+    replies = iter(["nonsense", json.dumps(MERGED)])
+    SCRIPT["conmem.merge"] = lambda user: next(replies)
+    CALLS.clear()
+    chain = method(merge_every=1)
+    for score in (0.9, 0.8, 0.7):
+        _put(chain, copy.deepcopy(sort) | {"admission_score": score})
+    chain.committed_tasks = 1
+    chain.maintain(0)
+    assert len(CALLS) == 2 and sorted(chain.store.cards) == ["cm-0", "cm-1"]  # the second rewrite absorbed cm-2
