@@ -1808,4 +1808,6 @@ def test_merge_pass_goes_on_after_absorbed_cards_and_failed_rewrites():
         _put(chain, copy.deepcopy(sort) | {"admission_score": score})
     chain.committed_tasks = 1
     chain.maintain(0)
-    assert len(CALLS) == 2 and sorted(chain.store.cards) == ["cm-0", "cm-1"]  # the second rewrite absorbed cm-2
+    assert len(CALLS) == 2 and sorted(chain.store.cards) == ["cm-0", "cm-1"]
+    assert chain.store.cards["cm-0"]["summary"] == "Merged sort."  # the best card's second rewrite absorbed cm-2
+    assert _last(chain, "merge")["memory_id"] == "cm-0" and _last(chain, "merge")["absorbed"] == "cm-2"
