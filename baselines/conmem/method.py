@@ -135,7 +135,7 @@ class ConMemParams(Params):
 
 class ConMem(MemoryMethod):
     name = "conmem"
-    version = "1"
+    version = "2"  # 2: task needs match ConMemCode's keyword phrases (2026-12-01)
     Params = ConMemParams
     params: ConMemParams
 

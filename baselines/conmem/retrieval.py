@@ -33,16 +33,24 @@ NEEDS_PRESETS = {
     "mbpp_plus": {"state": 0.0909, "plan": 0.2727, "exec": 0.4091, "eval": 0.2273},
     "fever": {"state": 0.5333, "plan": 0.1333, "exec": 0.2000, "eval": 0.1333},
 }
-NEED_KEYWORDS = {
-    "plan": "plan strategy approach|how to|steps method organize structure design prepare first then before after "
-    "procedure process|way to",
-    "exec": "execute implement run build create write code solve compute calculate generate produce perform do make "
-    "fix debug test",
-    "eval": "evaluate check verify review validate assess confirm ensure correct accurate test examine inspect judge "
-    "critique agree disagree",
-    "state": "state context remember know facts information data status current previous history background "
-    "what is|who is|where is|when did|which",
-}
+NEED_KEYWORDS = {  # phrases matched as substrings of the lower-cased query (retriever._analyze_task_needs)
+    "plan": (
+        "plan", "strategy", "approach", "how to", "steps", "method", "organize", "structure", "design", "prepare",
+        "first", "then", "before", "after", "procedure", "process", "way to",
+    ),
+    "exec": (
+        "execute", "implement", "run", "build", "create", "write", "code", "solve", "compute", "calculate",
+        "generate", "produce", "perform", "do", "make", "fix", "debug", "test",
+    ),
+    "eval": (
+        "evaluate", "check", "verify", "review", "validate", "assess", "confirm", "ensure", "correct", "accurate",
+        "test", "examine", "inspect", "judge", "critique", "agree", "disagree",
+    ),
+    "state": (
+        "state", "context", "remember", "know", "facts", "information", "data", "status", "current", "previous",
+        "history", "background", "what is", "who is", "where is", "when did", "which",
+    ),
+}  # fmt: skip
 
 
 class RetrievalParams(Protocol):
@@ -62,8 +70,7 @@ def task_needs(query_text: str, domain: str) -> dict[str, float]:
         return _normalise(NEEDS_PRESETS[domain])
     lowered = query_text.lower()
     needs = {}
-    for section, words in NEED_KEYWORDS.items():
-        phrases = [w.replace("|", " ") for w in words.split()]
+    for section, phrases in NEED_KEYWORDS.items():
         needs[section] = min(1.0, 0.2 * sum(p in lowered for p in phrases))
     if max(needs.values()) < 0.2:
         return {s: 1 / len(SECTIONS) for s in SECTIONS}
