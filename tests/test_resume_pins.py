@@ -1,0 +1,330 @@
+"""Fast pins of resume correctness (issue 17, campaign `runner_resume`): a run stopped at item k and rerun
+equals an uninterrupted one (records, memory and framework state, audit log, snapshots); the newest usable
+snapshot is restored and exactly the records after it are replayed; damaged snapshots, a torn last record
+and infra errors are handled as aecg_bench/runner/records.py and batch.py document.
+
+Every run here is the toy benchmark with the mock model, AgentNet (cross-task framework state) and the
+recording memory, 10 items: well under a second each.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import aecg_bench.runner.batch as batch
+from aecg_bench.errors import RunStateError
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.execute import ItemResult
+from aecg_bench.runner.identity import derive_seed, results_dir, results_dir_of
+from aecg_bench.runner.records import RunDir, done_positions
+from aecg_bench.types import Status
+
+N = 10
+RUN = (
+    "benchmark=toy",
+    f"benchmark.params.size={N}",
+    "framework=agentnet",
+    "memory=recorder",
+    "protocol.maintain_every=4",
+    "protocol.snapshot_every=3",
+)
+STABLE = (
+    "position",
+    "attempt",
+    "sample_id",
+    "phase",
+    "epoch",
+    "seed",
+    "status",
+    "success",
+    "value",
+    "steps",
+    "recalled_memory_ids",
+    "memory_stats",
+    "decisions",
+    "maintain_round",
+)
+
+
+def _stable(records: list[dict]) -> list[dict]:
+    return [{k: r[k] for k in STABLE} for r in records]
+
+
+def _snapshots(rd: RunDir) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(rd.memory_dir.glob("snapshot-*.json"))}
+
+
+def _audit(rd: RunDir) -> list[dict]:
+    return [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
+
+
+def _header(rd: RunDir) -> dict:
+    return json.loads(rd.run_json.read_text())
+
+
+@pytest.fixture
+def clean(make_config) -> RunDir:
+    return RunDir(results_dir_of(run_from_config(make_config(*RUN, "experiment_name=clean"))))
+
+
+@pytest.fixture
+def replayed(monkeypatch) -> list[int]:
+    """Positions whose memory-side effect resume replays (batch.apply_item is only called for replay)."""
+    seen: list[int] = []
+    real = batch.apply_item
+
+    def spy(memory, framework, item, rollout, protocol):
+        seen.append(item.position)
+        return real(memory, framework, item, rollout, protocol)
+
+    monkeypatch.setattr(batch, "apply_item", spy)
+    return seen
+
+
+def _dir(cfg: dict) -> RunDir:
+    return RunDir(
+        results_dir(
+            Path(cfg["runtime"]["results_root"]),
+            experiment=cfg["experiment_name"],
+            benchmark="toy",
+            framework="agentnet",
+            memory="recorder",
+            model="mock",
+            seed=cfg["seed"],
+        )
+    )
+
+
+def _crash_at(monkeypatch, cfg: dict, k: int) -> RunDir:
+    """Run `cfg`; the item at position k raises (a bug in the harness), so k records are flushed."""
+    real = batch.execute_item
+
+    def crashing(services, item, seed, llm):
+        if item.position == k:
+            raise RuntimeError("injected crash")
+        return real(services, item, seed, llm)
+
+    monkeypatch.setattr(batch, "execute_item", crashing)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        run_from_config(cfg)
+    monkeypatch.setattr(batch, "execute_item", real)
+    rd = _dir(cfg)
+    assert len(rd.records()) == k
+    return rd
+
+
+def _assert_equal_runs(rd: RunDir, clean: RunDir) -> None:
+    assert _stable(rd.records()) == _stable(clean.records())
+    got_snaps, want_snaps = _snapshots(rd), _snapshots(clean)
+    assert {"snapshot-000009.json", "snapshot-000010.json"} <= set(got_snaps), "the cadence goes on counting"
+    assert got_snaps == {name: want_snaps[name] for name in got_snaps}, "audit sequence, memory, framework"
+    assert _audit(rd) == _audit(clean)
+    got, want = _header(rd), _header(clean)
+    assert got["status"] == "complete"
+    assert (got["counts"], got["eval"]) == (want["counts"], want["eval"])
+
+
+@pytest.mark.parametrize(("k", "after_snapshot"), [(7, [6]), (4, [3]), (6, []), (2, [0, 1])])
+def test_a_crash_at_item_k_then_a_rerun_equals_an_uninterrupted_run(
+    make_config, monkeypatch, clean, replayed, k, after_snapshot
+):
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, k)
+    started = _header(rd)["started_at"]
+    assert _header(rd)["status"] == "failed" and _header(rd)["error"] == "RuntimeError: injected crash"
+
+    assert run_from_config(cfg)["status"] == "complete"
+    # snapshots every 3 records: the newest one at or before k is restored, the records after it replayed
+    assert replayed == after_snapshot
+    _assert_equal_runs(rd, clean)
+    assert _snapshots(rd) == _snapshots(clean)
+    header = _header(rd)
+    assert "error" not in header and header["started_at"] == started
+    (resume,) = header["resumes"]
+    assert resume["found"] == "failed" and resume["done"] == k and "git_commit" in resume
+
+
+def test_without_snapshots_every_record_is_replayed_from_the_start(make_config, monkeypatch, clean, replayed):
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 7)
+    for snap in rd.memory_dir.glob("snapshot-*.json"):
+        snap.unlink()
+    run_from_config(cfg)
+    assert replayed == list(range(7))
+    _assert_equal_runs(rd, clean)
+
+
+def test_a_snapshot_beyond_the_surviving_records_is_not_used(make_config, monkeypatch, clean, replayed):
+    """A snapshot is written after its record; one covering more records than exist is ignored."""
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 7)
+    ahead = rd.memory_dir / "snapshot-000008.json"
+    shutil.copy(clean.memory_dir / "snapshot-000009.json", ahead)  # a later state, claiming 8 records
+    json_ahead = ahead.read_bytes()
+    run_from_config(cfg)
+    assert replayed == [6]
+    assert ahead.read_bytes() == json_ahead, "left alone, not set aside"
+    ahead.unlink()
+    _assert_equal_runs(rd, clean)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong_shape", "bad_framework"])
+def test_a_damaged_newest_snapshot_is_set_aside_and_the_previous_one_used(
+    make_config, monkeypatch, clean, replayed, damage
+):
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 7)
+    newest = rd.memory_dir / "snapshot-000006.json"
+    good = json.loads(newest.read_text())
+    if damage == "truncated":
+        newest.write_bytes(newest.read_bytes()[:40])
+    elif damage == "wrong_shape":
+        newest.write_text(json.dumps({"records_seq": 6, "audit_seq": 2, "state": {"memory": []}}))
+    else:  # the memory half loads, the framework half does not: the memory must be undone
+        good["state"]["framework"] = {"abilities": 3}
+        newest.write_text(json.dumps(good))
+        (rd.memory_dir / "snapshot-000003.json").unlink()  # fall back to the start, not to another snapshot
+    damaged = newest.read_bytes()
+    run_from_config(cfg)
+    assert replayed == (list(range(7)) if damage == "bad_framework" else [3, 4, 5, 6])
+    assert (rd.memory_dir / "snapshot-000006.json.damaged").read_bytes() == damaged
+    _assert_equal_runs(rd, clean)
+
+
+def test_a_torn_last_record_is_dropped_and_its_sample_run_again(make_config, clean, replayed):
+    """A kill while a record was being written leaves half a line: it is not a record (records.py)."""
+    cfg = make_config(*RUN, "experiment_name=torn")
+    rd = RunDir(results_dir_of(run_from_config(cfg)))
+    data = rd.samples_file.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    rd.samples_file.write_bytes(data[: last + 25])
+    assert run_from_config(cfg)["status"] == "complete"
+    assert replayed == [], "snapshot-000009 (not -000010, which covers the lost record) is restored"
+    assert rd.samples_file.read_bytes()[:last] == data[:last]
+    _assert_equal_runs(rd, clean)
+    assert _header(rd)["resumes"][-1]["done"] == N - 1
+
+
+def test_a_garbled_middle_record_is_named_not_guessed_around(make_config):
+    cfg = make_config(*RUN)
+    rd = RunDir(results_dir_of(run_from_config(cfg)))
+    lines = rd.samples_file.read_bytes().split(b"\n")
+    lines[2] = b'{"position": 2, "attem'
+    rd.samples_file.write_bytes(b"\n".join(lines))
+    with pytest.raises(RunStateError, match=r"samples\.jsonl: line 3 is damaged"):
+        rd.records()
+    lines[2] = json.dumps({"position": 2, "attempt": 1}).encode()
+    rd.samples_file.write_bytes(b"\n".join(lines))
+    with pytest.raises(RunStateError, match=r"record 3 lacks position/attempt/status"):
+        rd.records()
+
+
+def test_an_infra_error_is_redone_not_replayed(make_config, monkeypatch, clean, replayed):
+    cfg = make_config(*RUN, "experiment_name=infra")
+    real = batch.execute_item
+    failed = {"n": 0}
+
+    def flaky(services, item, seed, llm):
+        if item.position == 2 and not failed["n"]:
+            failed["n"] += 1
+            return ItemResult(Status.INFRA_ERROR, [], None, "injected outage", False, 0.0)
+        return real(services, item, seed, llm)
+
+    monkeypatch.setattr(batch, "execute_item", flaky)
+    first = run_from_config(cfg)
+    assert first["status"] == "incomplete" and first["counts"]["infra_error"] == 1
+    rd = _dir(cfg)
+    for snap in rd.memory_dir.glob("snapshot-*.json"):
+        snap.unlink()  # replay everything: the infra-error record must be skipped
+    assert done_positions(rd.records()) == set(range(N)) - {2}
+    final = run_from_config(cfg)
+    assert replayed == [p for p in range(N) if p != 2]
+    assert final["status"] == "complete" and final["counts"]["recorded"] == N
+    records = rd.records()
+    redo = [r for r in records if r["position"] == 2]
+    assert [(r["attempt"], r["status"]) for r in redo] == [(1, "infra_error"), (2, "ok")]
+    assert redo[0]["seed"] == redo[1]["seed"], "a redo keeps the item's seed"
+    assert len(records) == N + 1 and records[-1]["position"] == 2, "only the failed item is run again"
+    resume = _header(rd)["resumes"][-1]
+    assert (resume["found"], resume["done"]) == ("incomplete", N - 1)
+    assert json.loads(sorted(rd.memory_dir.glob("snapshot-*.json"))[-1].read_text())["records_seq"] == N + 1
+
+
+def test_every_item_seed_is_derived_from_run_seed_benchmark_sample_phase_and_epoch(make_config):
+    records = RunDir(results_dir_of(run_from_config(make_config(*RUN, "seed=3")))).records()
+    assert [r["seed"] for r in records] == [
+        derive_seed(3, "toy", r["sample_id"], r["phase"], r["epoch"]) for r in records
+    ]
+    assert len({r["seed"] for r in records}) == N
+
+
+def test_rerunning_a_finished_run_runs_and_replays_nothing(make_config, clean, replayed):
+    before = clean.samples_file.read_bytes(), _snapshots(clean), _audit(clean)
+    again = run_from_config(make_config(*RUN, "experiment_name=clean"))
+    assert replayed == [] and again["status"] == "complete"
+    assert (clean.samples_file.read_bytes(), _snapshots(clean), _audit(clean)) == before
+    assert again["resumes"][-1]["found"] == "complete" and again["resumes"][-1]["done"] == N
+
+
+def test_snapshot_files_read_back_as_written_and_are_listed_newest_first(tmp_path):
+    rd = RunDir(tmp_path / "run")
+    rd.create()
+    try:
+        for seq in (3, 12, 6):
+            rd.write_snapshot(seq, seq * 2, {"memory": {"n": seq}, "framework": {}})
+        (rd.memory_dir / "snapshot-x.json").write_text("{}")  # no sequence: not a snapshot
+        (rd.memory_dir / "snapshot-000009.json.damaged").write_text("{}")
+        assert [p.name for p in rd.snapshots(12)] == [
+            "snapshot-000012.json",
+            "snapshot-000006.json",
+            "snapshot-000003.json",
+        ]
+        assert [p.name for p in rd.snapshots(11)] == ["snapshot-000006.json", "snapshot-000003.json"]
+        assert rd.snapshots(2) == []
+        snap = rd.read_snapshot(rd.memory_dir / "snapshot-000006.json")
+        assert (snap.records_seq, snap.audit_seq, snap.state) == (6, 12, {"memory": {"n": 6}, "framework": {}})
+        (rd.memory_dir / "snapshot-000012.json").write_text('{"records_seq": 12, "audit_seq": 1, "state": {}}')
+        with pytest.raises(RunStateError, match=r"snapshot-000012\.json is damaged"):
+            rd.read_snapshot(rd.memory_dir / "snapshot-000012.json")
+        assert rd.latest_snapshot(12).records_seq == 6, "the newest readable one"
+        assert rd.latest_snapshot(5).records_seq == 3
+        assert rd.latest_snapshot(2) is None
+        dest = rd.set_aside(rd.memory_dir / "snapshot-000012.json")
+        assert dest.name == "snapshot-000012.json.damaged" and dest.exists()
+        assert not (rd.memory_dir / "snapshot-000012.json").exists()
+    finally:
+        rd.release()
+
+
+def test_done_positions_take_the_latest_attempt_and_exclude_infra_errors():
+    recs = [
+        {"position": 0, "attempt": 1, "status": "ok"},
+        {"position": 1, "attempt": 1, "status": "infra_error"},
+        {"position": 2, "attempt": 1, "status": "infra_error"},
+        {"position": 2, "attempt": 2, "status": "model_error"},
+        {"position": 3, "attempt": 1, "status": "limit_exceeded"},
+    ]
+    assert done_positions(recs) == {0, 2, 3}
+
+
+def test_create_tidies_what_a_crash_left_and_keeps_whole_records(tmp_path):
+    rd = RunDir(Path(tmp_path) / "run")
+    rd.path.mkdir()
+    rd.memory_dir.mkdir()
+    rd.trajectories.mkdir()
+    stale = [rd.path / "run.json.tmp", rd.memory_dir / "snapshot-000003.json.tmp", rd.trajectories / "a.gz.tmp"]
+    for p in stale:
+        p.write_text("x")
+    rd.samples_file.write_text('{"position": 0, "attempt": 1, "status": "ok"}\n{"position": 1, "att')
+    rd.audit_file.write_text('{"seq": 1}\n{"se')
+    rd.create()
+    try:
+        assert not any(p.exists() for p in stale)
+        assert rd.records() == [{"position": 0, "attempt": 1, "status": "ok"}]
+        assert rd.audit_file.read_text() == '{"seq": 1}\n'
+    finally:
+        rd.release()
