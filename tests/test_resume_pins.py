@@ -146,6 +146,15 @@ def test_a_crash_at_item_k_then_a_rerun_equals_an_uninterrupted_run(
     assert "error" not in header and header["started_at"] == started
     (resume,) = header["resumes"]
     assert resume["found"] == "failed" and resume["done"] == k and "git_commit" in resume
+    text = (rd.path / "run.log").read_text()
+    assert f"run {rd.path}: {N} items, {k} done, {N - k} to run" in text
+    assert f"resuming {rd.path}: found it failed, {k} of {N} items done" in text
+    if after_snapshot:
+        snap = f"snapshot-{3 * (k // 3):06d}.json" if k >= 3 else "none"
+        assert f"replayed the state-changing part of {len(after_snapshot)} records after snapshot {snap}" in text
+    else:
+        assert "replayed the state-changing part" not in text
+    assert "re-sampled" not in text, "the cache is on"
 
 
 def test_without_snapshots_every_record_is_replayed_from_the_start(make_config, monkeypatch, clean, replayed):
@@ -192,6 +201,10 @@ def test_a_damaged_newest_snapshot_is_set_aside_and_the_previous_one_used(
     run_from_config(cfg)
     assert replayed == (list(range(7)) if damage == "bad_framework" else [3, 4, 5, 6])
     assert (rd.memory_dir / "snapshot-000006.json.damaged").read_bytes() == damaged
+    text = (rd.path / "run.log").read_text()
+    assert f"{newest} cannot be loaded (" in text and "); moved to snapshot-000006.json.damaged, falling back" in text
+    if damage == "wrong_shape":
+        assert "(ValueError: state lacks memory/framework)" in text
     _assert_equal_runs(rd, clean)
 
 
@@ -288,7 +301,7 @@ def test_snapshot_files_read_back_as_written_and_are_listed_newest_first(tmp_pat
         snap = rd.read_snapshot(rd.memory_dir / "snapshot-000006.json")
         assert (snap.records_seq, snap.audit_seq, snap.state) == (6, 12, {"memory": {"n": 6}, "framework": {}})
         (rd.memory_dir / "snapshot-000012.json").write_text('{"records_seq": 12, "audit_seq": 1, "state": {}}')
-        with pytest.raises(RunStateError, match=r"snapshot-000012\.json is damaged"):
+        with pytest.raises(RunStateError, match=r"snapshot-000012\.json is damaged \(ValueError: state lacks memo"):
             rd.read_snapshot(rd.memory_dir / "snapshot-000012.json")
         assert rd.latest_snapshot(12).records_seq == 6, "the newest readable one"
         assert rd.latest_snapshot(5).records_seq == 3
@@ -328,3 +341,17 @@ def test_create_tidies_what_a_crash_left_and_keeps_whole_records(tmp_path):
         assert rd.audit_file.read_text() == '{"seq": 1}\n'
     finally:
         rd.release()
+
+
+def test_a_resume_with_the_cache_off_warns_only_when_records_are_replayed_and_items_remain(make_config, monkeypatch):
+    def warned(rd: RunDir) -> bool:
+        return "re-sampled" in (rd.path / "run.log").read_text()
+
+    cfg = make_config(*RUN, "runtime.cache.mode=off")
+    rd = _crash_at(monkeypatch, cfg, 4)
+    assert not warned(rd), "a fresh start replays nothing"
+    run_from_config(cfg)
+    assert warned(rd) and "runtime.cache.mode=read_write keeps resumes exact" in (rd.path / "run.log").read_text()
+    (rd.path / "run.log").unlink()
+    run_from_config(cfg)
+    assert not warned(rd), "a finished run runs nothing"
