@@ -71,14 +71,19 @@ def clean(make_config) -> RunDir:
     return RunDir(results_dir_of(run_from_config(make_config(*RUN, "experiment_name=clean"))))
 
 
+llm_seeds: list[tuple[int, int, str]] = []  # (position, seed, scope) of the memory's LLM view at each replay
+
+
 @pytest.fixture
 def replayed(monkeypatch) -> list[int]:
     """Positions whose memory-side effect resume replays (batch.apply_item is only called for replay)."""
     seen: list[int] = []
     real = batch.apply_item
+    llm_seeds.clear()
 
     def spy(memory, framework, item, rollout, protocol):
         seen.append(item.position)
+        llm_seeds.append((item.position, memory.services.llm.seed, memory.services.llm.scope))
         return real(memory, framework, item, rollout, protocol)
 
     monkeypatch.setattr(batch, "apply_item", spy)
@@ -155,6 +160,8 @@ def test_a_crash_at_item_k_then_a_rerun_equals_an_uninterrupted_run(
     else:
         assert "replayed the state-changing part" not in text
     assert "re-sampled" not in text, "the cache is on"
+    seeds = {r["position"]: r["seed"] for r in rd.records()}
+    assert llm_seeds == [(p, seeds[p], "memory") for p in after_snapshot], "replayed memory calls hit the cache"
 
 
 def test_without_snapshots_every_record_is_replayed_from_the_start(make_config, monkeypatch, clean, replayed):
@@ -355,3 +362,37 @@ def test_a_resume_with_the_cache_off_warns_only_when_records_are_replayed_and_it
     (rd.path / "run.log").unlink()
     run_from_config(cfg)
     assert not warned(rd), "a finished run runs nothing"
+
+
+def test_a_run_from_a_start_state_resumes_from_it_when_no_snapshot_exists(make_config, monkeypatch, clean, tmp_path):
+    """protocol.start_state (eval-only variants from one warmed-up state) is the base replay starts from."""
+    start = tmp_path / "state.json"
+    start.write_text(json.dumps(_snapshots(clean)["snapshot-000006.json"]["state"]))
+    args = (*RUN, f"protocol.start_state={start}")
+    straight = run_from_config(make_config(*args, "experiment_name=straight"))
+    first = RunDir(results_dir_of(straight)).records()[0]
+    assert first["memory_stats"] != clean.records()[0]["memory_stats"], "the start state was loaded"
+    cfg = make_config(*args, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 2)  # before the first snapshot
+    run_from_config(cfg)
+    assert _stable(rd.records()) == _stable(RunDir(results_dir_of(straight)).records())
+    assert _snapshots(rd) == _snapshots(RunDir(results_dir_of(straight)))
+
+
+def test_a_changed_configuration_is_refused_untouched_or_continued_with_its_diff(make_config, monkeypatch):
+    from aecg_bench.errors import RunRefused
+
+    rd = _crash_at(monkeypatch, make_config(*RUN), 4)
+    before = rd.run_json.read_bytes(), rd.samples_file.read_bytes()
+    changed = (*RUN[:-1], "protocol.snapshot_every=2")
+    with pytest.raises(
+        RunRefused, match=r"(?s)holds a run with a different configuration.*allow_config_change.*snapshot"
+    ):
+        run_from_config(make_config(*changed))
+    assert (rd.run_json.read_bytes(), rd.samples_file.read_bytes()) == before, "nothing written"
+    final = run_from_config(make_config(*changed, "runtime.allow_config_change=true"))
+    assert final["status"] == "complete" and len(final["resumes"]) == 1
+    (change,) = final["config_changes"]
+    assert "snapshot_every" in change["diff"] and change["at"] >= final["started_at"]
+    assert final["resumes"][0]["found"] == "failed"
+    assert f"continuing {rd.path} under a changed configuration:" in (rd.path / "run.log").read_text()
