@@ -152,11 +152,14 @@ def test_a_crash_at_item_k_then_a_rerun_equals_an_uninterrupted_run(
     (resume,) = header["resumes"]
     assert resume["found"] == "failed" and resume["done"] == k and "git_commit" in resume
     text = (rd.path / "run.log").read_text()
-    assert f"run {rd.path}: {N} items, {k} done, {N - k} to run" in text
-    assert f"resuming {rd.path}: found it failed, {k} of {N} items done" in text
+    assert f"aecg_bench.run: run {rd.path}: {N} items, {k} done, {N - k} to run\n" in text
+    assert f"aecg_bench.run: resuming {rd.path}: found it failed, {k} of {N} items done\n" in text
     if after_snapshot:
         snap = f"snapshot-{3 * (k // 3):06d}.json" if k >= 3 else "none"
-        assert f"replayed the state-changing part of {len(after_snapshot)} records after snapshot {snap}" in text
+        assert (
+            f"aecg_bench.run: replayed the state-changing part of {len(after_snapshot)} records after snapshot {snap}\n"
+            in text
+        )
     else:
         assert "replayed the state-changing part" not in text
     assert "re-sampled" not in text, "the cache is on"
@@ -358,7 +361,11 @@ def test_a_resume_with_the_cache_off_warns_only_when_records_are_replayed_and_it
     rd = _crash_at(monkeypatch, cfg, 4)
     assert not warned(rd), "a fresh start replays nothing"
     run_from_config(cfg)
-    assert warned(rd) and "runtime.cache.mode=read_write keeps resumes exact" in (rd.path / "run.log").read_text()
+    text = (rd.path / "run.log").read_text()
+    assert (
+        f"resuming {rd.path} with the LLM cache off" in text
+        and "(runtime.cache.mode=read_write keeps resumes exact)\n" in text
+    )
     (rd.path / "run.log").unlink()
     run_from_config(cfg)
     assert not warned(rd), "a finished run runs nothing"
