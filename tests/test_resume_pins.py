@@ -403,3 +403,48 @@ def test_a_changed_configuration_is_refused_untouched_or_continued_with_its_diff
     assert "snapshot_every" in change["diff"] and change["at"] >= final["started_at"]
     assert final["resumes"][0]["found"] == "failed"
     assert f"continuing {rd.path} under a changed configuration:" in (rd.path / "run.log").read_text()
+
+
+def test_a_resumed_run_counts_progress_and_tracks_only_the_items_it_runs(make_config, monkeypatch):
+    """The progress bar starts at the k items done (seeded with their records); the tracker gets the resumed
+    header and the run's directory and logs each new record once, then the final summary."""
+    cfg = make_config(*RUN)
+    rd = _crash_at(monkeypatch, cfg, 4)
+    calls: dict[str, list] = {"progress": [], "seed": [], "update": [], "tracker": [], "log": [], "finish": []}
+
+    class FakeProgress:
+        def __init__(self, **kw):
+            calls["progress"].append(kw)
+
+        def seed_from(self, records):
+            calls["seed"].append([r["position"] for r in records])
+
+        def update(self, record):
+            calls["update"].append(record["position"])
+
+        def close(self):
+            pass
+
+    class FakeTracker:
+        def __init__(self, cfg, header, run_dir, redact):
+            calls["tracker"].append((header.get("resumes"), run_dir, redact.deep({"k": "v"})))
+
+        def log(self, record):
+            calls["log"].append(record["position"])
+
+        def finish(self, final):
+            calls["finish"].append(final["status"])
+
+        def abort(self):
+            pass
+
+    monkeypatch.setattr(batch, "Progress", FakeProgress)
+    monkeypatch.setattr(batch, "Tracker", FakeTracker)
+    run_from_config(cfg)
+    (progress,) = calls["progress"]
+    assert progress == {"total": N, "done": 4, "enabled": False, "desc": "toy/agentnet/recorder s0"}
+    assert calls["seed"] == [[0, 1, 2, 3]]
+    assert calls["update"] == calls["log"] == list(range(4, N))
+    ((resumes, run_dir, redacted),) = calls["tracker"]
+    assert resumes[-1]["found"] == "failed" and run_dir == rd.path and redacted == {"k": "v"}
+    assert calls["finish"] == ["complete"]
