@@ -10,6 +10,7 @@ recording memory, 10 items: well under a second each.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -109,13 +110,20 @@ def _crash_at(monkeypatch, cfg: dict, k: int) -> RunDir:
     real = batch.execute_item
 
     def crashing(services, item, seed, llm):
+        if item.position == 0:  # a kill -9 now would leave this header
+            headers.append(_dir(cfg).read_header())
         if item.position == k:
             raise RuntimeError("injected crash")
         return real(services, item, seed, llm)
 
+    headers: list[dict | None] = []
     monkeypatch.setattr(batch, "execute_item", crashing)
     with pytest.raises(RuntimeError, match="injected crash"):
         run_from_config(cfg)
+    if k > 0:
+        (header,) = headers
+        assert header is not None and header["identity"] == _dir(cfg).read_header()["identity"]
+        assert header["status"] == "running" and header["started_at"] > 0
     monkeypatch.setattr(batch, "execute_item", real)
     rd = _dir(cfg)
     assert len(rd.records()) == k
@@ -394,17 +402,18 @@ def test_a_changed_configuration_is_refused_untouched_or_continued_with_its_diff
     rd = _crash_at(monkeypatch, make_config(*RUN), 4)
     before = rd.run_json.read_bytes(), rd.samples_file.read_bytes()
     changed = (*RUN[:-1], "protocol.snapshot_every=2")
-    with pytest.raises(
-        RunRefused, match=r"(?s)holds a run with a different configuration.*allow_config_change.*snapshot"
-    ):
+    with pytest.raises(RunRefused, match=r"holds a run with a different configuration; .*allow_config_change") as info:
         run_from_config(make_config(*changed))
+    assert re.search(r'\n-\s*"snapshot_every": 3,?\n\+\s*"snapshot_every": 2', str(info.value)), "old, then new"
     assert (rd.run_json.read_bytes(), rd.samples_file.read_bytes()) == before, "nothing written"
     final = run_from_config(make_config(*changed, "runtime.allow_config_change=true"))
     assert final["status"] == "complete" and len(final["resumes"]) == 1
     (change,) = final["config_changes"]
-    assert "snapshot_every" in change["diff"] and change["at"] >= final["started_at"]
+    assert re.search(r'\n-\s*"snapshot_every": 3,?\n\+\s*"snapshot_every": 2', change["diff"])
+    assert change["at"] >= final["started_at"]
     assert final["resumes"][0]["found"] == "failed"
-    assert f"continuing {rd.path} under a changed configuration:" in (rd.path / "run.log").read_text()
+    text = (rd.path / "run.log").read_text()
+    assert f"WARNING aecg_bench.run: continuing {rd.path} under a changed configuration:\n{change['diff']}\n" in text
 
 
 def test_a_resumed_run_counts_progress_and_tracks_only_the_items_it_runs(make_config, monkeypatch):
