@@ -150,7 +150,18 @@ def test_a_crash_at_item_k_then_a_rerun_equals_an_uninterrupted_run(
     started = _header(rd)["started_at"]
     assert _header(rd)["status"] == "failed" and _header(rd)["error"] == "RuntimeError: injected crash"
 
+    during: list[dict] = []  # run.json while the first resumed item runs: what a kill -9 then would leave
+    real = batch.execute_item
+
+    def peek(services, item, seed, llm):
+        during.append(rd.read_header())
+        return real(services, item, seed, llm)
+
+    monkeypatch.setattr(batch, "execute_item", peek)
     assert run_from_config(cfg)["status"] == "complete"
+    assert during[0]["status"] == "running" and "error" not in during[0]
+    assert [r["found"] for r in during[0]["resumes"]] == ["failed"]
+    assert started < during[0]["resumes"][0]["at"] <= _header(rd)["finished_at"]
     # snapshots every 3 records: the newest one at or before k is restored, the records after it replayed
     assert replayed == after_snapshot
     _assert_equal_runs(rd, clean)
@@ -459,3 +470,18 @@ def test_a_resumed_run_counts_progress_and_tracks_only_the_items_it_runs(make_co
     ((resumes, run_dir, redacted),) = calls["tracker"]
     assert resumes[-1]["found"] == "failed" and run_dir == rd.path and redacted == {"k": "v"}
     assert calls["finish"] == ["complete"]
+
+
+def test_a_garbled_audit_line_after_a_crash_is_set_aside_and_named(make_config, monkeypatch, clean):
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 7)
+    lines = rd.audit_file.read_text().splitlines()
+    lines[1] = "{not json"
+    rd.audit_file.write_text("\n".join(lines) + "\n")
+    run_from_config(cfg)
+    assert (rd.memory_dir / "audit.jsonl.damaged").read_text() == "{not json\n"
+    text = (rd.path / "run.log").read_text()
+    assert (
+        f"WARNING aecg_bench.run: set 1 damaged line(s) of {rd.audit_file} aside in {rd.audit_file}.damaged\n" in text
+    )
+    assert _stable(rd.records()) == _stable(clean.records())
