@@ -136,6 +136,7 @@ def _assert_equal_runs(rd: RunDir, clean: RunDir) -> None:
     assert {"snapshot-000009.json", "snapshot-000010.json"} <= set(got_snaps), "the cadence goes on counting"
     assert got_snaps == {name: want_snaps[name] for name in got_snaps}, "audit sequence, memory, framework"
     assert _audit(rd) == _audit(clean)
+    assert [e["seq"] for e in _audit(rd)] == list(range(1, len(_audit(rd)) + 1)), "numbered from 1, no gap"
     got, want = _header(rd), _header(clean)
     assert got["status"] == "complete"
     assert (got["counts"], got["eval"]) == (want["counts"], want["eval"])
