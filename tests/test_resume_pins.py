@@ -486,3 +486,15 @@ def test_a_garbled_audit_line_after_a_crash_is_set_aside_and_named(make_config, 
         f"WARNING aecg_bench.run: set 1 damaged line(s) of {rd.audit_file} aside in {rd.audit_file}.damaged\n" in text
     )
     assert _stable(rd.records()) == _stable(clean.records())
+
+
+def test_records_of_positions_no_longer_in_the_stream_are_skipped_by_replay(make_config, monkeypatch, replayed):
+    """After a configuration change (allow_config_change) a record can name a position the stream lacks."""
+    cfg = make_config(*RUN, "experiment_name=crashed")
+    rd = _crash_at(monkeypatch, cfg, 7)
+    for snap in rd.memory_dir.glob("snapshot-*.json"):
+        snap.unlink()
+    first = json.loads(rd.samples_file.read_text().splitlines()[0])
+    rd.samples_file.write_text(json.dumps({**first, "position": 99}) + "\n" + rd.samples_file.read_text())
+    run_from_config(cfg)
+    assert replayed == list(range(7)), "the stray record is passed over, the ones after it replayed"
