@@ -236,6 +236,14 @@ def test_a_damaged_newest_snapshot_is_set_aside_and_the_previous_one_used(
     assert "); moved to snapshot-000006.json.damaged, falling back\n" in text
     if damage == "wrong_shape":
         assert "(ValueError: state lacks memory/framework)" in text
+    detail = text.split(" cannot be loaded (", 1)[1].split("); moved to ", 1)[0]
+    if damage != "bad_framework":  # the reader's message, cut to at most 200 characters for the log line
+        shutil.copy(rd.memory_dir / "snapshot-000006.json.damaged", newest)
+        with pytest.raises(RunStateError) as info:
+            rd.read_snapshot(newest)
+        full = str(info.value)
+        assert detail == (full if len(full) <= 200 else full[:197] + "...")
+        newest.unlink()
     _assert_equal_runs(rd, clean)
 
 
@@ -259,12 +267,20 @@ def test_a_garbled_middle_record_is_named_not_guessed_around(make_config):
     lines = rd.samples_file.read_bytes().split(b"\n")
     lines[2] = b'{"position": 2, "attem'
     rd.samples_file.write_bytes(b"\n".join(lines))
-    with pytest.raises(RunStateError, match=r"samples\.jsonl: line 3 is damaged"):
+    with pytest.raises(RunStateError) as info:
         rd.records()
+    assert str(info.value) == (
+        f"{rd.samples_file}: line 3 is damaged (not a JSON record); restore the file from a backup, or delete that "
+        "line and memory/snapshot-*.json to rerun its sample (memory is rebuilt by replay)"
+    )
     lines[2] = json.dumps({"position": 2, "attempt": 1}).encode()
     rd.samples_file.write_bytes(b"\n".join(lines))
-    with pytest.raises(RunStateError, match=r"record 3 lacks position/attempt/status"):
+    with pytest.raises(RunStateError) as info:
         rd.records()
+    assert str(info.value) == (
+        f"{rd.samples_file}: record 3 lacks position/attempt/status; restore the file from a backup, or delete "
+        "that line and memory/snapshot-*.json to rerun its sample"
+    )
 
 
 def test_an_infra_error_is_redone_not_replayed(make_config, monkeypatch, clean, replayed):
@@ -320,7 +336,8 @@ def test_snapshot_files_read_back_as_written_and_are_listed_newest_first(tmp_pat
     try:
         for seq in (3, 12, 6):
             rd.write_snapshot(seq, seq * 2, {"memory": {"n": seq}, "framework": {}})
-        (rd.memory_dir / "snapshot-x.json").write_text("{}")  # no sequence: not a snapshot
+        for bad in ("x", "", "1x", "a-1", "zz"):  # no sequence: not a snapshot, and not the end of the list
+            (rd.memory_dir / f"snapshot-{bad}.json").write_text("{}")
         (rd.memory_dir / "snapshot-000009.json.damaged").write_text("{}")
         assert [p.name for p in rd.snapshots(12)] == [
             "snapshot-000012.json",
