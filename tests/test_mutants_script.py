@@ -65,3 +65,19 @@ def test_score_leaves_out_equivalent_mutants_and_counts_untested_ones_as_alive(m
     assert score.killed == 2 and score.considered == 4 and score.score == 0.5  # killed + timeout of 4
     assert score.survivors == ["m.f__mutmut_2", "m.f__mutmut_3"]
     assert score.stale_equivalent == ["m.f__mutmut_1"]
+
+
+def test_a_campaign_over_some_functions_scores_only_their_mutants(mutants, tmp_path, monkeypatch):
+    work = tmp_path / "x" / "mutants" / "pkg"
+    work.mkdir(parents=True)
+    codes = {"m.x_f__mutmut_1": 1, "m.x_f__mutmut_2": 0, "m.x_fg__mutmut_1": 1, "m.x_g__mutmut_1": 0}
+    (work / "a.py.meta").write_text(json.dumps({"exit_code_by_key": codes}), encoding="utf-8")
+    monkeypatch.setattr(mutants, "WORK", tmp_path)
+    monkeypatch.setattr(mutants, "EQUIVALENT_FILE", tmp_path / "none.toml")
+    score = mutants.score_of(mutants.Package("x", ("a.py",), ("t.py",), 0.9, only=("m.x_f__*",)))
+    assert sorted(score.statuses) == ["m.x_f__mutmut_1", "m.x_f__mutmut_2"]  # not m.x_fg, not m.x_g
+    assert score.score == 0.5
+    assert mutants.score_of(mutants.Package("x", ("a.py",), ("t.py",), 0.9)).considered == 4
+    packages, _ = mutants.load_config()
+    assert packages["runner_resume"].owns("aecg_bench.runner.batch.x__restore_state__mutmut_3")
+    assert not packages["runner_resume"].owns("aecg_bench.runner.batch.x_summarise__mutmut_3")
