@@ -110,6 +110,11 @@ def measure(
     for p in procs:
         p.join()
     wall = max(r["seconds"] for r in results)
+    return _figures(jobs, threads, results, wall, sum(r["cpu_seconds"] for r in results))
+
+
+def _figures(jobs: int, threads: int, results: list[dict], wall: float, cpu: float) -> dict:
+    """One setting's throughput figures from its clients' token counts, wall and CPU seconds."""
     prompt = sum(r["prompt"] for r in results)
     completion = sum(r["completion"] for r in results)
     return {
@@ -120,7 +125,7 @@ def measure(
         "seconds": wall,
         "tokens_per_s": (prompt + completion) / wall,
         "generated_per_s": completion / wall,
-        "tokens_per_cpu_s": (prompt + completion) / sum(r["cpu_seconds"] for r in results),
+        "tokens_per_cpu_s": (prompt + completion) / max(cpu, 1e-9),
     }
 
 
@@ -160,18 +165,7 @@ def measure_server(jobs: int, threads: int, episodes: int, turns: int, max_token
         wall, cpu = time.perf_counter() - start, _cpu_seconds(server.proc.pid) - cpu0
     finally:
         server.stop()
-    prompt = sum(r["prompt"] for r in results)
-    completion = sum(r["completion"] for r in results)
-    return {
-        "jobs": jobs,
-        "threads": threads,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "seconds": wall,
-        "tokens_per_s": (prompt + completion) / wall,
-        "generated_per_s": completion / wall,
-        "tokens_per_cpu_s": (prompt + completion) / max(cpu, 1e-9),
-    }
+    return _figures(jobs, threads, results, wall, cpu)
 
 
 def parse_settings(text: str) -> list[tuple[int, int]]:
