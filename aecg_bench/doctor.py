@@ -79,7 +79,7 @@ def _check_local_model() -> str:
     from aecg_bench.llm import LLMClient, ModelSpec
 
     spec = ModelSpec(
-        label="local", model="aecg-local/smollm2-135m-instruct", native_tools=False, grammar=True, max_tokens=8
+        label="local", model="aecg-local/smollm2-135m-instruct-q8_0", native_tools=False, grammar=True, max_tokens=8
     )
     client = LLMClient({"local": spec}, {"default": "local"})
     start = time.perf_counter()

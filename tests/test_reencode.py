@@ -1,0 +1,49 @@
+"""The packaged model re-encoded as Q8_0: made once, pinned by hash, refused when damaged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aecg_bench.errors import ConfigError
+from aecg_bench.llm import local
+from aecg_bench.llm.reencode import CACHE_ENV, Reencoding, reencoded, sha256_of
+
+Q8 = "smollm2-135m-instruct-q8_0"
+
+
+@pytest.fixture
+def model_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "models"))
+    return tmp_path / "models"
+
+
+def test_the_q8_model_is_made_once_with_its_pinned_hash(model_cache: Path) -> None:
+    path = local.model_path(Q8)
+    assert path.parent == model_cache and path.name == f"{Q8}.gguf"
+    assert sha256_of(path) == local.KNOWN_MODELS[Q8][2].sha256
+    assert path.stat().st_size > local.model_path("smollm2-135m-instruct").stat().st_size  # 8.5 vs 5.7 bits a weight
+    mtime = path.stat().st_mtime_ns
+    assert local.model_path(Q8) == path and path.stat().st_mtime_ns == mtime  # reused, not made again
+    assert not [p for p in model_cache.iterdir() if p != path]  # no temporary file left behind
+
+
+def test_a_damaged_or_foreign_cached_file_is_refused_by_name(model_cache: Path) -> None:
+    model_cache.mkdir(parents=True)
+    (model_cache / f"{Q8}.gguf").write_bytes(b"not the model")
+    with pytest.raises(ConfigError, match=r"has sha256 .* expected 7b46609d.*delete it"):
+        local.model_path(Q8)
+
+
+def test_a_failed_conversion_is_one_clear_error_and_leaves_nothing(model_cache: Path, tmp_path: Path) -> None:
+    source = tmp_path / "broken.gguf"
+    source.write_bytes(b"GGUF but not really")
+    with pytest.raises(ConfigError, match=r"could not re-encode broken\.gguf as q8_0"):
+        reencoded(source, "broken", Reencoding("q8_0", sha256="0" * 64))
+    assert not list(model_cache.iterdir())
+
+
+def test_an_unknown_file_type_names_the_valid_ones(model_cache: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown re-encoding 'q2_k'.*valid choices: q8_0"):
+        reencoded(tmp_path / "x.gguf", "x", Reencoding("q2_k", sha256="0" * 64))
