@@ -67,6 +67,7 @@ def test_verdict_against_the_target():
     assert script.verdict(599.0, 10) == "OK"
     assert script.verdict(601.0, 10) == "OVER TARGET"
     assert script.verdict(None, 10) == "no runs"
+    assert script.verdict(0.5, 10, runs=0) == "no runs"  # a sweep that failed at once is not within target
 
 
 def test_discovery_finds_this_branchs_smoke_configs_and_names_their_results(tmp_path):

@@ -16,6 +16,7 @@ also measures how much CPU the other processes leave, CPU time much less so.
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
     python scripts/perf/embedded_throughput.py --server --settings 2x2   # one shared llama-server
+    python scripts/perf/embedded_throughput.py --model smollm2-135m-instruct-q8_0   # the re-encoded weights
 
 `--settings JOBSxTHREADS,...`. With `--server`, the `jobs` clients send the same workload to ONE
 llama-server (aecg_bench/llm/embedded_server.py, `make setup` builds it) with `jobs` slots and `threads`
@@ -66,7 +67,15 @@ def _workload(episodes: int, turns: int, job: int = 0) -> list[list[dict[str, st
 
 
 def _worker(
-    threads: int, batch_threads: int, keep_logits: bool, episodes: int, turns: int, max_tokens: int, out: Any, job: int
+    model: str,
+    threads: int,
+    batch_threads: int,
+    keep_logits: bool,
+    episodes: int,
+    turns: int,
+    max_tokens: int,
+    out: Any,
+    job: int,
 ) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from llama_cpp import Llama
@@ -76,7 +85,7 @@ def _worker(
     kwargs: dict[str, Any] = {"n_threads": threads}
     if batch_threads > 0:
         kwargs["n_threads_batch"] = batch_threads
-    llm = Llama(model_path=str(model_path("smollm2-135m-instruct")), n_ctx=2048, verbose=False, seed=0, **kwargs)
+    llm = Llama(model_path=str(model_path(model)), n_ctx=2048, verbose=False, seed=0, **kwargs)
     llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
     prompt = completion = 0
     start, cpu0 = time.perf_counter(), time.process_time()
@@ -97,11 +106,20 @@ def _worker(
 
 
 def measure(
-    jobs: int, threads: int, batch_threads: int, episodes: int, turns: int, max_tokens: int, keep_logits: bool = False
+    jobs: int,
+    threads: int,
+    batch_threads: int,
+    episodes: int,
+    turns: int,
+    max_tokens: int,
+    keep_logits: bool = False,
+    model: str = "smollm2-135m-instruct",
 ) -> dict:
     queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
     procs = [
-        mp.Process(target=_worker, args=(threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue, job))
+        mp.Process(
+            target=_worker, args=(model, threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue, job)
+        )
         for job in range(jobs)
     ]
     for p in procs:
@@ -136,14 +154,16 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def measure_server(jobs: int, threads: int, episodes: int, turns: int, max_tokens: int) -> dict:
+def measure_server(
+    jobs: int, threads: int, episodes: int, turns: int, max_tokens: int, model: str = "smollm2-135m-instruct"
+) -> dict:
     """The workload of `jobs` clients against one llama-server with `jobs` slots and `threads` threads."""
     import urllib.request
     from concurrent.futures import ThreadPoolExecutor
 
     from aecg_bench.llm import embedded_server as es
 
-    server = es.EmbeddedServer(es.ServerSettings("smollm2-135m-instruct", 2048, jobs, threads, 512))
+    server = es.EmbeddedServer(es.ServerSettings(model, 2048, jobs, threads, 512))
     try:
 
         def client(job: int) -> dict:
@@ -188,18 +208,20 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="a name in aecg_bench.llm.local.KNOWN_MODELS")
     args = parser.parse_args()
     print(
-        f"{len(os.sched_getaffinity(0))} usable cores; workload: {args.episodes} episodes x {args.turns} turns per job"
+        f"{len(os.sched_getaffinity(0))} usable cores; model {args.model}; "
+        f"workload: {args.episodes} episodes x {args.turns} turns per job"
     )
     for jobs, threads in parse_settings(args.settings):
         batch = threads if args.batch_threads < 0 else args.batch_threads
         load0 = os.getloadavg()[0]
         if args.server:
-            r = measure_server(jobs, threads, args.episodes, args.turns, args.max_tokens)
+            r = measure_server(jobs, threads, args.episodes, args.turns, args.max_tokens, args.model)
             what = f"{jobs} job(s) -> one llama-server ({jobs} slots, {threads} thread(s))"
         else:
-            r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits)
+            r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits, args.model)
             what = f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
             what += f"{', logits kept' if args.keep_logits else ''})"
         print(

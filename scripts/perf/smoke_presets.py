@@ -147,8 +147,8 @@ def collect(results_dirs: list[Path]) -> Stats:
     return st
 
 
-def verdict(wall_s: float | None, target_min: float) -> str:
-    if wall_s is None:
+def verdict(wall_s: float | None, target_min: float, runs: int = 1) -> str:
+    if wall_s is None or runs == 0:  # a sweep that failed at once is not "within target"
         return "no runs"
     return "OK" if wall_s <= target_min * 60 else "OVER TARGET"
 
@@ -167,7 +167,7 @@ def report(exp: Experiment, configs: list[str], st: Stats, wall_s: float | None)
     head = (
         f"{exp.name}: {', '.join(configs)}\n"
         f"  wall {'-' if wall is None else f'{wall / 60:.1f} min'} [target < {exp.target_min:g} min] "
-        f"{verdict(wall, exp.target_min)}; {st.runs} runs ({st.complete} complete), {st.samples} samples, "
+        f"{verdict(wall, exp.target_min, st.runs)}; {st.runs} runs ({st.complete} complete), {st.samples} samples, "
         f"{st.sample_seconds / max(st.samples, 1):.1f} s/sample\n"
         f"  calls {st.calls:,} ({st.provider_calls:,} to the model), tokens {st.input_tokens:,} in + "
         f"{st.output_tokens:,} out; {rate}\n"
