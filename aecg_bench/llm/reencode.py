@@ -83,7 +83,14 @@ def reencoded(source: Path, name: str, spec: Reencoding) -> Path:
     got = sha256_of(target)
     if got != spec.sha256:
         raise ConfigError(
-            f"re-encoded model {target} has sha256 {got}, expected {spec.sha256} (made by another llama-cpp-python "
-            f"than constraints.txt pins?); delete it to have it made again"
+            f"re-encoded model {target} has sha256 {got}, expected {spec.sha256}: delete it to have it made "
+            f"again; if it differs again, this llama-cpp-python (constraints.txt pins it) or CPU architecture "
+            f"re-encodes differently, and the packaged file runs as is with "
+            f"model.models.<label>.model=aecg-local/{source_name(name)}"
         )
     return target
+
+
+def source_name(name: str) -> str:
+    """The packaged model a re-encoded one is made from (`...-q8_0` -> `...`)."""
+    return next((name.removesuffix(f"-{ftype}") for ftype in FTYPES if name.endswith(f"-{ftype}")), name)
