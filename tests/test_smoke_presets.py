@@ -80,13 +80,18 @@ def test_discovery_finds_this_branchs_smoke_configs_and_names_their_results(tmp_
     )
     (tmp_path / "aecg_rq2_scope.yaml").write_text("experiment_name: rq2\n")  # not a smoke config
     (tmp_path / "edv_table1.yaml").write_text("experiment_name: edv_table1\n")
+    (tmp_path / "edv_online.yaml").write_text("experiment_name: edv_online\n")  # not in EDV's plan
     found = dict((e.name, c) for e, c in script.discover(tmp_path))
     assert found["mechanisms"] == ["aecg_rq2_scope_smoke"] and found["table1"] == []
-    assert found["edv"] == []  # EDV's tables count only with their smoke preset present
+    assert found["edv"] == ["edv_table1"]
     assert script.result_names("aecg_rq2_scope_smoke", tmp_path) == ["rq2-smoke", "warm-smoke"]
-    (tmp_path.parent / "preset").mkdir(exist_ok=True)
-    (tmp_path.parent / "preset" / "edv_smoke.yaml").write_text("protocol: {limit: 2}\n")
-    assert dict((e.name, c) for e, c in script.discover(tmp_path))["edv"] == ["edv_table1"]
+    # EDV runs what `make reproduce-edv` runs: the plan's smoke overrides, and writes where they say
+    edv = next(e for e in script.EXPERIMENTS if e.name == "edv")
+    args = script.smoke_args(edv, "edv_table1")
+    assert {"preset=edv_smoke", "benchmark=toy_tools", "seed=0"} <= set(args)
+    assert script.result_names("edv_table1", tmp_path, args) == ["edv_table1-smoke"]
+    found = dict((e.name, c) for e, c in script.discover())
+    assert {"edv_table1", "edv_table5", "edv_contamination", "edv_fig4_epochs"} <= set(found["edv"])
 
 
 def _smoke_configs() -> list[str]:

@@ -7,8 +7,9 @@
 
 Experiments (issue 20's targets, 2 cores, offline, fresh cache): Table 1 (`aecg_table1_smoke`,
 what `make reproduce-table1` runs with no model configured) < 10 min, Table 2 < 10 min, the
-mechanism tests (`aecg_rq*_smoke`, run by `aecg_bench.mechanisms`) < 15 min, EDV's tables (`edv_table<N>`
-with `preset=edv_smoke seed=0`) < 20 min. An experiment whose configs are not on this branch is
+mechanism tests (`aecg_rq*_smoke`, run by `aecg_bench.mechanisms`) < 15 min, EDV's tables and figures
+(every `edv_<name>` of `aecg_bench.analysis.edv_plan.EXPERIMENTS`, with the plan's own smoke overrides, as
+`make reproduce-edv` runs them) < 20 min. An experiment whose configs are not on this branch is
 listed as absent. A run starts in a fresh results root
 (so a fresh LLM cache) unless --results-root names one. Wall time is measured around the sweep
 process; with --from-results it is the span from the earliest run start to the latest run finish.
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,20 +41,31 @@ ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "experiment"
 
 
+def edv_smoke(config: str) -> list[str] | None:
+    """EDV's smoke overrides for a config of its plan (`make reproduce-edv`'s own), None for any other."""
+    from aecg_bench.analysis.edv_plan import EXPERIMENTS as PLAN
+    from aecg_bench.analysis.edv_plan import smoke_overrides
+
+    name = config.removeprefix("edv_")
+    return smoke_overrides(name) if name in PLAN else None
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
     pattern: str  # experiment config names (glob in conf/experiment)
     target_min: float
     entry: str = "aecg_bench.run"  # module run with `python -m`
-    preset: str | None = None  # a smoke preset (conf/preset/) applied on top; needed to exist
+    # overrides that make a paper config its smoke run (None: not part of this experiment);
+    # without it the configs matched are smoke configs already
+    smoke: Callable[[str], list[str] | None] | None = None
 
 
 EXPERIMENTS = (
     Experiment("table1", "aecg_table1_smoke", 10),
     Experiment("table2", "aecg_table2_smoke", 10),
     Experiment("mechanisms", "aecg_rq*_smoke", 15, entry="aecg_bench.mechanisms"),
-    Experiment("edv", "edv_table[0-9]", 20, preset="edv_smoke"),
+    Experiment("edv", "edv_*", 20, smoke=edv_smoke),
 )
 
 
@@ -61,17 +74,23 @@ def discover(conf_dir: Path = CONF) -> list[tuple[Experiment, list[str]]]:
     out = []
     for e in EXPERIMENTS:
         configs = sorted(p.stem for p in conf_dir.glob(f"{e.pattern}.yaml"))
-        if e.preset and not (conf_dir.parent / "preset" / f"{e.preset}.yaml").exists():
-            configs = []
+        if e.smoke:
+            configs = [c for c in configs if e.smoke(c) is not None]
         out.append((e, configs))
     return out
 
 
-def result_names(config: str, conf_dir: Path = CONF) -> list[str]:
-    """The results directories a config writes to: its `experiment_name` (else the config's own
-    name) and, for the mechanism tests, the warm-up runs they share (`mechanism.warmup_name`)."""
+def smoke_args(exp: Experiment, config: str) -> list[str]:
+    return (exp.smoke(config) or []) if exp.smoke else []
+
+
+def result_names(config: str, conf_dir: Path = CONF, args: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The results directories a config writes to: its `experiment_name` (an `experiment_name=`
+    override in `args` first, else the config's, else its own name) and, for the mechanism tests,
+    the warm-up runs they share (`mechanism.warmup_name`)."""
     data = yaml.safe_load((conf_dir / f"{config}.yaml").read_text(encoding="utf-8")) or {}
-    names = [str(data.get("experiment_name") or config)]
+    override = [a.partition("=")[2] for a in args if a.startswith("experiment_name=")]
+    names = [override[-1] if override else str(data.get("experiment_name") or config)]
     warmup = (data.get("mechanism") or {}).get("warmup_name")
     return names + ([str(warmup)] if warmup else [])
 
@@ -182,9 +201,8 @@ def report(exp: Experiment, configs: list[str], st: Stats, wall_s: float | None)
 
 def run_sweep(exp: Experiment, config: str, results_root: Path, jobs: int, extra: list[str]) -> float:
     """Run one smoke config to completion in its own process; returns its wall seconds."""
-    cmd = [sys.executable, "-m", exp.entry, f"experiment={config}", f"runtime.results_root={results_root}", *extra]
-    if exp.preset:  # these experiments sweep their paper benchmarks and seeds; the smoke runs one of each
-        cmd += [f"preset={exp.preset}", "seed=0"]
+    cmd = [sys.executable, "-m", exp.entry, f"experiment={config}", f"runtime.results_root={results_root}"]
+    cmd += [*smoke_args(exp, config), *extra]
     if exp.entry == "aecg_bench.run":
         cmd += [f"hydra.launcher.n_jobs={jobs}", "runtime.progress=false"]
     print("$", " ".join(cmd), f"  [{load_average()}]", flush=True)
@@ -229,7 +247,8 @@ def main() -> int:
             wall = None
             if args.from_results is None:
                 wall = sum(run_sweep(exp, c, root, args.jobs, args.overrides) for c in configs)
-            st = collect([root / n for n in dict.fromkeys(n for c in configs for n in result_names(c))])
+            names = (n for c in configs for n in result_names(c, args=smoke_args(exp, c)))
+            st = collect([root / n for n in dict.fromkeys(names)])
             shown = configs + ([f"SLICE {' '.join(args.overrides)}"] if args.overrides else [])
             print("\n".join(report(exp, shown, st, wall)), f"\n  [{load_average()}]", flush=True)
     finally:
