@@ -49,3 +49,11 @@ def test_a_failed_conversion_is_one_clear_error_and_leaves_nothing(model_cache: 
 def test_an_unknown_file_type_names_the_valid_ones(model_cache: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown re-encoding 'q2_k'.*valid choices: q8_0"):
         reencoded(tmp_path / "x.gguf", "x", Reencoding("q2_k", sha256="0" * 64))
+
+
+def test_an_unwritable_model_cache_is_one_line_naming_the_variable(tmp_path: Path, monkeypatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "models"))
+    with pytest.raises(ConfigError, match=r"cannot write the model cache .*; set AECG_MODEL_CACHE"):
+        local.model_path(Q8)

@@ -67,8 +67,13 @@ def reencoded(source: Path, name: str, spec: Reencoding) -> Path:
         raise ConfigError(f"unknown re-encoding {spec.ftype!r} for {name!r}; valid choices: {', '.join(FTYPES)}")
     target = cache_dir() / f"{name}.gguf"
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the model cache {target.parent} ({exc.strerror}); set {CACHE_ENV}"
+            ) from None
         os.close(fd)
         try:
             proc = subprocess.run(
