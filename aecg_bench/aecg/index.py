@@ -56,7 +56,7 @@ class VectorIndex:
         were added (which differs between a live run and a rebuilt index).
         """
         n = len(self._ids)
-        if n == 0 or not self._row:
+        if not self._row or limit == 0:  # no live row (n = 0 implies none)
             return []
         scores = np.einsum("ij,j->i", self._matrix[:n], query)  # no BLAS threads (see module doc)
         ok = np.flatnonzero(self._alive[:n] & (scores >= min_score))
