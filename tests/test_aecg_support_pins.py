@@ -76,6 +76,7 @@ def test_clip_collapses_whitespace_and_cuts_to_exactly_n_characters_with_an_elli
 
 def test_tail_keeps_the_last_n_characters_and_nothing_for_n_zero_or_less():
     assert traces.tail("abcdef", 2) == "ef"
+    assert traces.tail("abcdef", 1) == "f"
     assert traces.tail("abcdef", 10) == "abcdef"
     assert traces.tail("abcdef", 0) == ""
     assert traces.tail("abcdef", -1) == ""
@@ -186,6 +187,7 @@ def test_a_judge_sees_the_last_decisions_with_scope_inputs_output_and_the_enviro
 
 def test_a_success_is_phrased_with_its_task_level_sorted_roles_and_at_most_twelve_actions():
     task = Task(id="t", benchmark="hand", instruction="Do it.", task_type="")
+    long_task = Task(id="t", benchmark="hand", instruction="w" * 400)
     traj = Trajectory(task_id="t", framework="hand")
     nodes = [
         traj.add_decision(node(f"n{i}", "team", role="zeta" if i % 2 else "alpha", output=f"act{i}" + "!" * (90 if i == 0 else 0)))
@@ -201,6 +203,8 @@ def test_a_success_is_phrased_with_its_task_level_sorted_roles_and_at_most_twelv
     assert traces.memory_text(ep, "team", nodes[:12]).startswith("Task type: sort\n")
     assert traces.memory_text(ep, "team", nodes[:12]).endswith("act11")  # twelve: no "more"
     assert traces.memory_text(ep, "team", nodes[:13]).endswith("act11 (+1 more)")
+    long = traces.memory_text(Episode(task=long_task, trajectory=traj, outcome=ep.outcome), "team", nodes[:1])
+    assert long.splitlines()[1] == "Task: " + "w" * 297 + "..."  # the task clipped to 300 characters
 
 
 # -- llm_json: reading replies -------------------------------------------------------------------------------
@@ -219,6 +223,7 @@ def test_a_success_is_phrased_with_its_task_level_sorted_roles_and_at_most_twelv
         ('prose {"a": {"b": {"c": 1}}} prose', {"a": {"b": {"c": 1}}}),
         ("{1: 2}", {1: 2}),
         ('x {"a": [1, {"b": 2}]} {', {"a": [1, {"b": 2}]}),
+        ('Answer:{"a": 6}.', {"a": 6}),  # the span ends at its closing brace
     ],
 )
 def test_one_object_is_read_from_whole_fenced_or_embedded_json_and_python_literals(text, expected):
@@ -307,6 +312,7 @@ def test_as_bool_reads_booleans_words_and_numbers(value, expected):
         (float("nan"), None),
         ("nan", None),
         ([0.5], None),
+        ("0.5X", None),  # only a percent sign is read off the end
     ],
 )
 def test_as_confidence_reads_probabilities_and_percentages_into_the_unit_interval(value, expected):
@@ -432,6 +438,15 @@ def test_rows_are_added_replaced_removed_and_scored_by_dot_product():
     assert idx.ranked(unit(1, 1), 0.5) == [("a", pytest.approx(1.0))]
 
 
+def test_scores_are_float32_dot_products_of_the_stored_vectors():
+    idx = VectorIndex(2)
+    idx.add("a", unit(1, 3))
+    q = unit(2, 1)
+    [(oid, score)] = idx.ranked(q, -1.0)
+    assert oid == "a" and score == float(np.float32(score))  # float32 rows, as the embedder's vectors
+    assert score == pytest.approx(float(unit(1, 3) @ q), abs=1e-6)
+
+
 def test_the_index_grows_past_its_initial_capacity_without_losing_rows():
     idx = VectorIndex(3)
     rng = np.random.default_rng(0)
@@ -458,7 +473,7 @@ def test_ranking_keeps_scores_at_or_above_the_floor_best_first_ties_by_id_and_at
     assert [i for i, _ in idx.ranked(q, -1.0, 2)] == ["b", "c"]
     assert [i for i, _ in idx.ranked(q, -1.0, 3)] == ["b", "c", "d"]
     assert [i for i, _ in idx.ranked(q, 0.0, 10)] == ["b", "c", "d", "a"]
-    assert idx.ranked(q, -1.0, 0) == []
+    assert idx.ranked(q, -1.0, 0) == [] and idx.ranked(q, -1.0, -1) == []
 
 
 @settings(max_examples=40, deadline=None)
@@ -536,6 +551,11 @@ def test_rebuild_replaces_the_index_with_exactly_the_given_objects():
         live.add_skill(s)
     assert np.allclose(ri.skills("team").vector("k1.v1"), live.skills("team").vector("k1.v1"))
     assert np.allclose(ri.memories("agent").vector("m2"), live.memories("agent").vector("m2"))
+    calls: list[int] = []
+    embed = ri.embedder.embed
+    ri.embedder.embed = lambda texts: calls.append(len(texts)) or embed(texts)  # type: ignore[method-assign]
+    ri.rebuild(mems, sks)
+    assert calls == [2, 2]  # one batch of memories, one of skills: no object embedded on its own
     ri.rebuild([], [])
     assert len(ri.memories("team")) == 0 and len(ri.skills("team")) == 0
 
@@ -555,6 +575,10 @@ def test_search_returns_the_best_k_skills_whose_predicate_admits_the_context():
     assert [s.id for s, _ in got] == ["k5.v1"] and got[0][1] == pytest.approx(float(skills and q @ ri.skills("team").vector("k5.v1")))
     assert ri.search_skills("team", q, "walk left", skills, 2, -1.0) == [(skills["k5.v1"], pytest.approx(got[0][1]))]
     assert ri.search_skills("team", q, "walk right", skills, 0, -1.0) == []
+    # every skill excluded, more of them than the first 4k ranked: the whole scope is ranked, and nothing found
+    blocked = {sid: sk for sid, sk in skills.items() if sid != "k5.v1"}
+    ri.remove_skill(skills["k5.v1"])
+    assert ri.search_skills("team", q, "go left", blocked, 1, -1.0) == []
     assert ri.search_skills("team", q, "walk right", skills, 2, 0.999) == [(skills["k0.v1"], pytest.approx(1.0))]
 
 
@@ -564,6 +588,7 @@ def test_memory_search_is_top_k_above_the_floor_and_empty_for_k_zero():
         ri.add_memory(memory(f"m{i}", "agent", "x"), unit(*([1.0, 0.5 * i] + [0.0] * (ri.embedder.dim - 2))))
     q = unit(*([1.0] + [0.0] * (ri.embedder.dim - 1)))
     assert [i for i, _ in ri.search_memories("agent", q, 2, -1.0)] == ["m0", "m1"]
+    assert [i for i, _ in ri.search_memories("agent", q, 1, -1.0)] == ["m0"]
     assert ri.search_memories("agent", q, 0, -1.0) == []
     assert [i for i, _ in ri.search_memories("agent", q, 9, 0.8)] == ["m0", "m1"]
 
@@ -613,10 +638,10 @@ def audit_log() -> list[dict]:
     a = AuditLog()
     r = a.record
     r("memory_created", memory="m1", level="team", task="t1", pos=1.0, text="x")
+    r("memory_created", memory="m9", level="team", task="t5", pos=1.0, text="y")  # not the seed: skipped
     r("belief_update", memory="m1", success=True, weight=0.5, before={}, after={}, task="t2")
     r("memory_supported", memory="m1", level="team", task="t2", similarity=0.95, before={}, after={})
     r("belief_update", memory="m1", success=False, weight=0.25, before={}, after={}, badcase="b1")
-    r("memory_created", memory="m9", level="team", task="t5", pos=1.0, text="y")
     r("promotion", skill="L.v1", lineage="L", level="team", seed="m1", neighbours=["m9"],
       seed_evidence={"pos": 1.5, "neg": 0.25, "support": 2}, inherit_fraction=0.5, belief=_belief(2, 1, 3, 1), content={})
     r("memory_supported", memory="m1", level="team", task="t8", similarity=0.95, before={}, after={})
@@ -653,9 +678,9 @@ ORIGIN = [
     "  #6 promoted from memory m1 at team level (seed evidence {'pos': 1.5, 'neg': 0.25, 'support': 2}, "
     "neighbours ['m9'], inherited fraction 0.5; slow mean 0.67, fast mean 0.75)",
     "    #1 seed memory created by task t1",
-    "    #2 seed credited: success of task t2 (weight 0.50)",
-    "    #3 seed memory supported by task t2",
-    "    #4 seed credited: admitted failure b1 (weight 0.25)",  # not #7, #10: after the promotion
+    "    #3 seed credited: success of task t2 (weight 0.50)",
+    "    #4 seed memory supported by task t2",
+    "    #5 seed credited: admitted failure b1 (weight 0.25)",  # not #7, #10: after the promotion
 ]
 V2_ORIGIN = [
     *ORIGIN,
