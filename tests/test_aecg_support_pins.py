@@ -823,3 +823,23 @@ def test_a_certain_corruption_is_found_at_a_review_round_and_never_when_no_failu
         assert d5 is not None and d5 % 5 == 0  # rounds only every 5th use: uses 25, 30, ...
         hidden = Corruption(history=20, p_before=1.0, p_after=0.0, admission_noise=1.0)
         assert detection_delay(hidden, seed, BeliefParams(), DriftParams()) == (None, 0)
+
+
+def test_a_skill_qualifies_only_after_min_uses_uses():
+    sure = Corruption(history=20, p_before=1.0, p_after=0.0)
+    for seed in range(3):  # detected within 1-2 uses with the default; not before use 30 with min_uses=30
+        assert detection_delay(sure, seed, BeliefParams(), DriftParams(min_uses=30)) == (10, 0)
+
+
+def test_every_false_alarm_is_counted_and_starts_a_cooldown_of_new_evidence_events():
+    def run(cooldown: int) -> list[tuple[int | None, int]]:
+        c = Corruption(history=60, p_before=0.7, p_after=0.0, cooldown=cooldown)
+        return [detection_delay(c, s, BeliefParams(), DriftParams()) for s in range(30)]
+
+    alarms = {cd: [fa for _, fa in run(cd)] for cd in (1, 2, 5)}
+    assert all(fa >= 0 for fa in alarms[5]) and 1 in alarms[5] and max(alarms[5]) >= 2
+    # a shorter cooldown re-reviews sooner: cooldown 1 makes the very next use eligible again
+    assert sum(alarms[1]) > sum(alarms[2]) > sum(alarms[5]) > 0
+    # a cooldown longer than the rest of the stream: one false alarm at most, and the corruption is then missed
+    for d, fa in run(1000):
+        assert fa <= 1 and (d is None if fa else d is not None)
