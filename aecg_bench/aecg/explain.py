@@ -62,7 +62,7 @@ def _origin(events: list[Event], skill_id: str, depth: int) -> list[str]:
             return lines
         if e["event"] == "intervention" and e.get("candidate") == skill_id:
             parent = e["skill"]
-            lines += _origin(events, parent, depth)
+            lines = _origin(events, parent, depth)
             lines.append(
                 f"{pad}#{e['seq']} {e['route']} of {parent} proposed {skill_id} "
                 f"(changed {', '.join(e['changed'])}; {e['reason'] or 'no reason given'})"

@@ -16,7 +16,6 @@ import numpy as np
 
 class VectorIndex:
     def __init__(self, dim: int) -> None:
-        self.dim = dim
         self._matrix = np.zeros((16, dim), dtype=np.float32)
         self._alive = np.zeros(16, dtype=bool)
         self._ids: list[str] = []
@@ -56,7 +55,7 @@ class VectorIndex:
         were added (which differs between a live run and a rebuilt index).
         """
         n = len(self._ids)
-        if n == 0 or not self._row:
+        if not self._row or (limit is not None and limit <= 0):  # no live row (n = 0 implies none), or none asked
             return []
         scores = np.einsum("ij,j->i", self._matrix[:n], query)  # no BLAS threads (see module doc)
         ok = np.flatnonzero(self._alive[:n] & (scores >= min_score))

@@ -36,9 +36,12 @@ def _balanced_spans(text: str, max_starts: int = 16) -> list[str]:
         depth, in_str, esc = 0, False, False
         for end in range(start, len(text)):
             c = text[end]
-            if in_str:
-                esc = (c == "\\") and not esc
-                if c == '"' and not esc:
+            if in_str:  # a quote ends the string unless the character before it escaped it
+                if esc:
+                    esc = False
+                elif c == "\\":
+                    esc = True
+                elif c == '"':
                     in_str = False
                 continue
             if c == '"':

@@ -68,9 +68,7 @@ class RecallIndex:
     def search_skills(
         self, level: str, vec: np.ndarray, context_text: str, skills: dict[str, Skill], k: int, min_score: float
     ) -> list[tuple[Skill, float]]:
-        """Top-k skills of the scope whose predicate admits the decision context."""
-        if k <= 0:
-            return []
+        """Top-k skills of the scope whose predicate admits the decision context (none for k <= 0)."""
         index = self.skills(level)
         norm = normalised(context_text)
         limit: int | None = 4 * k
@@ -82,4 +80,4 @@ class RecallIndex:
             limit = None  # predicates excluded too many: rank the whole scope once
 
     def search_memories(self, level: str, vec: np.ndarray, k: int, min_score: float) -> list[tuple[str, float]]:
-        return self.memories(level).ranked(vec, min_score, k) if k > 0 else []
+        return self.memories(level).ranked(vec, min_score, k)

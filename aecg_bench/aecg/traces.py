@@ -101,7 +101,7 @@ def trace_summary(traj: Trajectory, limit: int) -> list[dict[str, object]]:
     """Decisions as a judge sees them: scope, inputs recalled, output, what the environment said."""
     obs_after = {s.decision_id: s.observation.text for s in traj.steps if s.decision_id}
     rows: list[dict[str, object]] = []
-    decisions = traj.decisions if len(traj.decisions) <= limit else traj.decisions[-limit:]
+    decisions = traj.decisions[-limit:]  # all of them when there are no more than `limit`
     for node in decisions:
         rows.append(
             {
