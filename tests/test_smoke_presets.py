@@ -90,6 +90,7 @@ def test_discovery_finds_this_branchs_smoke_configs_and_names_their_results(tmp_
     args = script.smoke_args(edv, "edv_table1")
     assert {"preset=edv_smoke", "benchmark=toy_tools", "seed=0"} <= set(args)
     assert script.result_names("edv_table1", tmp_path, args) == ["edv_table1-smoke"]
+    assert "protocol.build_epochs=1,2" in script.smoke_args(edv, "edv_fig4_epochs")  # not the paper's 1-4
     found = dict((e.name, c) for e, c in script.discover())
     assert {"edv_table1", "edv_table5", "edv_contamination", "edv_fig4_epochs"} <= set(found["edv"])
 
