@@ -159,6 +159,7 @@ def test_a_step_without_ranks_or_with_broken_html_is_one_clear_error(tmp_path):
         ("  E) TYPE x", ("E", "TYPE x")),
         ("C.\nAction: SELECT\nValue: Queen", ("C", "SELECT Queen")),
         ("C TYPE first\nValue: second", ("C", "TYPE second")),
+        ("C TYPE one\ntwo\nthree", ("C", "TYPE one")),
         ("B\nValue: only a value", ("B", " only a value")),
         ("Boston CLICK", (None, "CLICK ")),
         ("b click", (None, " ")),
@@ -224,7 +225,7 @@ def test_steps_after_the_last_are_refused_and_not_scored(sample):
     for _ in range(3):
         _step(env, "A")
     obs = _step(env, "C TYPE New York")
-    assert obs.done and not obs.valid and obs.text == "The task is over."
+    assert obs.done and obs.valid is False and obs.text == "The task is over."
     assert len(env.scores) == 3 and env.score().metrics["steps_answered"] == 3.0
 
 
@@ -235,6 +236,7 @@ def test_unanswered_steps_keep_their_recall_cap(sample):
     assert s.metrics["steps_answered"] == 1.0
     assert s.metrics["upper_bound_step"] == pytest.approx(2 / 3) and s.metrics["step_success"] == pytest.approx(1 / 3)
     assert s.metrics["element_acc"] == pytest.approx(1 / 3) and not s.success
+    assert s.metrics["action_f1"] == pytest.approx(1 / 3)  # unanswered steps score F1 0
 
 
 def test_a_task_with_every_step_right_is_a_success(tmp_path):
@@ -289,3 +291,19 @@ def test_make_env_uses_the_benchmarks_previous_k(tmp_path):
     env.reset()
     _step(env, "A")
     assert "Previous actions:\nNone\n" in _step(env, "A").text
+
+
+def test_candidates_are_described_by_the_first_tokens_as_html_or_as_brackets(tmp_path):
+    (short,) = _bench(tmp_path / "a", [TASK], RANKS, top_k=3, description_tokens=1).samples("test")
+    assert [d for _, d in short.gold["steps"][0]["choices"]] == ["<button", "<input", "<a"]
+    (plain,) = _bench(tmp_path / "b", [TASK], RANKS, top_k=3, keep_html_brackets=False).samples("test")
+    assert plain.gold["steps"][0]["choices"][0] == ("10", "(button id=10Search)")  # MindAct get_tree_repr
+
+
+def test_an_env_shows_the_last_five_gold_actions_by_default():
+    steps = [{"pos": ["1"], "choices": [("1", "x")], "label": "CLICK"} for _ in range(7)]
+    gold = {"task": "t", "action_reprs": [f"act{i}" for i in range(7)], "steps": steps}
+    env = Mind2WebEnv(gold)
+    for _ in range(6):
+        obs = env.step(Action(kind="command", text="B CLICK"))
+    assert "Previous actions:\nact1\nact2\nact3\nact4\nact5\nWhat should" in obs.text
