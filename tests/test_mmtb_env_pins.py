@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from aecg_bench.benchmarks.mmtb import MmtbBenchmark, arguments
-from aecg_bench.benchmarks.mmtb.benchmark import MmtbEnv, in_train, split_missions
+from aecg_bench.benchmarks.mmtb.benchmark import HINT, MmtbEnv, in_train, split_missions
 from aecg_bench.contracts import EnvContext
 from aecg_bench.types import Action, ToolCall
 
@@ -207,6 +207,8 @@ def test_the_split_keys_entries_by_the_documented_hash():
         ref = [int(hashlib.sha256(i.encode()).hexdigest()[:8], 16) / 16**8 < fraction for i in ids]
         assert [in_train(i, fraction) for i in ids] == ref
     assert 100 < sum(in_train(i, 0.5) for i in ids) < 200
+    edge = int(hashlib.sha256(b"edge").hexdigest()[:8], 16) / 16**8
+    assert not in_train("edge", edge) and in_train("edge", edge * (1 + 1e-9))  # train: strictly below
 
 
 # --- the environment ----------------------------------------------------------------------------------------
@@ -272,7 +274,7 @@ def test_a_wrong_call_ends_the_mission_as_an_error():
     obs = env.step(_tools(_call("search", q="Rome")))
     assert obs.done and obs.valid and obs.text == "The mission is over."
     after = env.step(_say("hello"))
-    assert after.done and not after.valid and after.text == "The mission is over."
+    assert after.done and after.valid is False and after.text == "The mission is over."
     s = env.score()
     assert not s.success and s.metrics["action_correct"] == 0.0 and s.metrics["optimal"] == 0.0
     assert s.metrics["progress_steps"] == 0.0 and len(env.predicted) == 1  # the refused step is not recorded
@@ -304,7 +306,7 @@ def test_an_empty_message_is_an_invalid_error():
     _, _, s2 = _missions()
     env = _env(s2)
     obs = env.step(_say("   "))
-    assert obs.done and not obs.valid and obs.text == "The mission is over."
+    assert obs.done and obs.valid is False and obs.text == "The mission is over."
     assert env.predicted == [{"content": None, "tool_calls": None}]
     assert not env.score().success and env.walk.label == "error"
 
@@ -370,3 +372,14 @@ def test_the_calls_checked_are_every_call_of_the_mission():
     assert [c["arguments"] for c in env.calls] == [{"city": "Oslo"}, {"city": "Paris"}]
     s = env.score()
     assert s.metrics["action_correct"] == 1.0 and not s.success and s.metrics["optimal"] == 0.0
+
+
+def test_every_mission_asks_for_calls_or_a_message_and_keeps_its_split():
+    for s in _missions():
+        assert s.task.action_hint == HINT
+    assert {s.split for s in MmtbBenchmark({"download": False}).missions(_entry(), "train")} == {"train"}
+
+
+def test_an_entry_without_env_info_has_an_empty_date():
+    entry = {k: v for k, v in _entry().items() if k != "env_info"}
+    assert [s.task.instruction for s in _missions(entry)] == ["Current Date:"] * 3
