@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from aecg_bench.benchmarks.mind2web import Mind2WebBenchmark, files
-from aecg_bench.benchmarks.mind2web.benchmark import Mind2WebEnv, parse_answer
+from aecg_bench.benchmarks.mind2web.benchmark import Mind2WebEnv, grammar, parse_answer
 from aecg_bench.contracts import EnvContext
-from aecg_bench.errors import DataError
+from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action
 
 PAGE = (
@@ -307,3 +307,30 @@ def test_an_env_shows_the_last_five_gold_actions_by_default():
     for _ in range(6):
         obs = env.step(Action(kind="command", text="B CLICK"))
     assert "Previous actions:\nact1\nact2\nact3\nact4\nact5\nWhat should" in obs.text
+
+
+def test_the_answer_grammar_offers_none_of_the_above_and_one_letter_per_candidate():
+    assert grammar(3) == "\n".join(
+        [
+            'root ::= "A" | letter " CLICK" | letter " TYPE " value | letter " SELECT " value',
+            'letter ::= "B" | "C" | "D"',
+            r"value ::= [^\n]{1,80}",
+        ]
+    )
+    assert 'letter ::= "B"\n' in grammar(0)
+
+
+def test_offset_and_size_pick_tasks_and_the_split_picks_the_file(tmp_path):
+    tasks = [_task(f"t{i}", _action("a", "CLICK", "", ["10"], ["12"])) for i in range(4)]
+    ranks = {f"t{i}_a": {"10": 0, "12": 1} for i in range(4)}
+    d = _data(tmp_path, tasks, ranks)
+    ids = lambda **p: [s.id for s in Mind2WebBenchmark({"download": False, **p}, data_dir=d).samples("test")]  # noqa: E731
+    assert ids() == ["t0", "t1", "t2", "t3"]
+    assert ids(offset=1) == ["t1", "t2", "t3"] and ids(offset=1, size=2) == ["t1", "t2"] and ids(size=1) == ["t0"]
+    (tmp_path / "mind2web" / "test_website" / "test_website_0.json").write_text(json.dumps(tasks[2:]), encoding="utf-8")
+    files.write_manifest(d, "fixture")
+    assert ids(split="test_website") == ["t2", "t3"] and ids(split="test_domain") == ids()
+    train = Mind2WebBenchmark({"download": False, "split": "test_website"}, data_dir=d).samples("train")
+    assert [s.id for s in train] == ["t0", "t1", "t2", "t3"] and {s.split for s in train} == {"train"}
+    with pytest.raises(ConfigError, match=r"^benchmark 'mind2web' has no split 'dev'; valid splits: train, test"):
+        Mind2WebBenchmark({"download": False}, data_dir=d).samples("dev")

@@ -11,13 +11,16 @@ after a correct walk, `calculate_predict_result_steps`. Entries are built in mem
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aecg_bench.benchmarks.mmtb import MmtbBenchmark, arguments
+from aecg_bench.benchmarks.mmtb import MmtbBenchmark, arguments, data
 from aecg_bench.benchmarks.mmtb.benchmark import HINT, MmtbEnv, in_train, split_missions
 from aecg_bench.contracts import EnvContext
+from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action, ToolCall
 
 ANSWER = "prepare_to_answer"
@@ -383,3 +386,52 @@ def test_every_mission_asks_for_calls_or_a_message_and_keeps_its_split():
 def test_an_entry_without_env_info_has_an_empty_date():
     entry = {k: v for k, v in _entry().items() if k != "env_info"}
     assert [s.task.instruction for s in _missions(entry)] == ["Current Date:"] * 3
+
+
+def _write(tmp_path: Path, monkeypatch, entries: list[dict[str, Any]]) -> Path:
+    d = tmp_path / "mmtb"
+    d.mkdir(parents=True)
+    path = d / data.FILE
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
+    monkeypatch.setattr(data, "BLOB_SHA1", data.git_blob_sha1(path))
+    return d
+
+
+def test_test_is_every_entry_and_train_and_heldout_split_them_by_entry(tmp_path, monkeypatch):
+    ids = [f"e{i}" for i in range(12)]
+    d = _write(tmp_path, monkeypatch, [_entry(id=i) for i in ids])
+    bench = MmtbBenchmark({"download": False, "train_fraction": 0.5}, data_dir=d)
+    test = bench.samples("test")
+    assert [s.id for s in test] == [f"{i}:{m}" for i in ids for m in range(3)] and {s.split for s in test} == {"test"}
+    train, held = bench.samples("train"), bench.samples("heldout")
+    assert {s.task.metadata["entry"] for s in train} == {i for i in ids if in_train(i, 0.5)}
+    assert {s.task.metadata["entry"] for s in held} == {i for i in ids if not in_train(i, 0.5)}
+    assert train and held and {s.split for s in train} == {"train"} and {s.split for s in held} == {"heldout"}
+    some = MmtbBenchmark({"download": False, "offset": 2, "size": 3}, data_dir=d).samples("test")
+    assert [s.task.metadata["entry"] for s in some][::3] == ["e2", "e3", "e4"]
+    rest = MmtbBenchmark({"download": False, "offset": 10}, data_dir=d).samples("test")
+    assert [s.task.metadata["entry"] for s in rest][::3] == ["e10", "e11"]
+    with pytest.raises(ConfigError, match=r"^benchmark 'mmtb' has no split 'dev'; valid splits: test, train, heldout$"):
+        bench.samples("dev")
+
+
+def test_a_malformed_entry_is_named_by_its_position_in_the_file(tmp_path, monkeypatch):
+    broken = {k: v for k, v in _entry(id="bad").items() if k != "english_tools"}
+    d = _write(tmp_path, monkeypatch, [_entry(id="a"), _entry(id="b"), broken])
+    with pytest.raises(DataError, match=r"^MMTB entry 2: not in the Multi-Mission-Tool-Bench schema \(KeyError"):
+        MmtbBenchmark({"download": False}, data_dir=d).samples()
+    with pytest.raises(DataError, match=r"^MMTB entry 2: not in the"):
+        MmtbBenchmark({"download": False, "offset": 1}, data_dir=d).samples()
+    one_dialogue = [{"role": "user", "content": "x"}]
+    no_content = [{"role": "user", "content": None}]
+    for n, bad in enumerate(
+        [
+            _entry(id=5),  # KeyError/TypeError family: an id that is neither text nor a list of text
+            _entry(english_messages=one_dialogue),  # IndexError: fewer dialogues than missions
+            _entry(type=None),  # TypeError
+            _entry(english_messages=no_content),  # AttributeError
+        ]
+    ):
+        d2 = _write(tmp_path / str(n), monkeypatch, [bad])
+        with pytest.raises(DataError, match=r"^MMTB entry 0: not in the Multi-Mission-Tool-Bench schema"):
+            MmtbBenchmark({"download": False}, data_dir=d2).samples()

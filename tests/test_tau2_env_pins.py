@@ -20,7 +20,7 @@ from fw_helpers import scripted_llm
 
 from aecg_bench.benchmarks.tau2 import Tau2Benchmark
 from aecg_bench.benchmarks.tau2 import user as usersim
-from aecg_bench.benchmarks.tau2.benchmark import Tau2Env, split_of
+from aecg_bench.benchmarks.tau2.benchmark import Tau2Env, agent_prompt, split_of
 from aecg_bench.benchmarks.tau2.tasks import Tau2Task
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import DataError
@@ -489,3 +489,21 @@ def test_train_means_strictly_below_the_fraction():
     value = int.from_bytes(digest[:8], "big") / 2**64
     assert split_of("retail", "edge", value) == "test"
     assert split_of("retail", "edge", min(1.0, value * (1 + 1e-9))) == "train"
+
+
+def test_a_sample_is_one_task_of_its_split_with_the_policy_and_the_agents_tools(shared_data):
+    b = _bench(shared_data, max_steps=17, train_fraction=0.5)
+    every = b.samples("all")
+    assert [s.gold["task_id"] for s in every] == list(b.tasks)
+    s = next(x for x in every if x.gold["task_id"] == "create_task_1")
+    assert s.id == "mock:create_task_1" and s.split == "all" and s.gold == {"task_id": "create_task_1"}
+    t = s.task
+    assert t.benchmark == "tau2" and t.mode == "conversation" and t.task_type == "mock" and t.max_steps == 17
+    assert t.instruction == agent_prompt(b.policy) and t.metadata == {"domain": "mock", "tau2_task_id": "create_task_1"}
+    assert {"create_task", "update_task_status", "get_users"} <= {tool.name for tool in t.tools}
+    for split in ("train", "test"):
+        chosen = b.samples(split)
+        assert {x.split for x in chosen} == {split}
+        assert [x.gold["task_id"] for x in chosen] == [i for i in b.tasks if split_of("mock", i, 0.5) == split]
+    assert _bench(shared_data, train_fraction=1.0).samples("test") == []
+    assert len(_bench(shared_data, train_fraction=0.0).samples("test")) == len(every)
