@@ -198,3 +198,17 @@ def test_atoms_and_actions_render_with_agentboards_templates():
 @pytest.mark.parametrize("name", ["holding", "used"])
 def test_surplus_arguments_of_a_template_are_dropped(name):
     assert render(name, ["left", "shaker1", "x"]).count("x") == 0
+
+
+def _unclosed_answer(prose_after: int) -> str:
+    """61 unfenced code-like lines that never parse (an open bracket each), one prose line after the first
+    `prose_after` of them, then one line that parses. Each start line tries every end edge after it, longest
+    first, so the parsable last line is tried at attempt 1953 + prose_after (see `_longest_parsable_span`)."""
+    bad = ["x = ("] * 61
+    return "\n".join([*bad[:prose_after], "just words", *bad[prose_after:], "y = 1"])
+
+
+def test_the_scan_of_an_unfenced_answer_stops_after_two_thousand_parse_attempts():
+    assert candidate_code(_unclosed_answer(46), "f") == "y = 1"  # reached at attempt 1999
+    assert candidate_code(_unclosed_answer(47), "f") == "y = 1"  # reached at attempt 2000, the last allowed
+    assert candidate_code(_unclosed_answer(48), "f") == ""  # attempt 2001: the scan has stopped
