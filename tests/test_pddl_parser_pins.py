@@ -309,3 +309,54 @@ def test_an_object_redeclared_with_its_own_type_is_fine_but_a_second_type_is_not
 def test_stray_non_sections_in_a_problem_are_skipped(domain):
     text = "(define (problem q) (:domain shop) junk () ((x)) (:goal (free)))"
     assert parse_problem(text, domain).goal == (("free",),)
+
+
+# --- written against the survivors of the first run ---------------------------------------------------------
+
+
+def test_an_action_with_only_a_name_does_nothing_and_needs_nothing():
+    d = parse_domain("(define (domain x) (:predicates (p)) (:action noop))")
+    assert d.operators["noop"] == Operator("noop", (), (), (), ())
+
+
+def test_a_nested_and_is_refused_where_an_atom_is_required():
+    _domain_error(
+        "(define (domain x) (:predicates (p)) (:action a :precondition (and (and p p))))",
+        r"^d action 'a' precondition: unsupported construct 'and' where an atom is required$",
+    )
+
+
+def test_a_bad_parameter_list_names_its_action():
+    _domain_error(
+        "(define (domain x) (:predicates (p)) (:action a :parameters (?v -)))",
+        r"^d action 'a': '-' must be followed by a type name$",
+    )
+
+
+def test_a_problem_is_named_problem_in_errors_by_default_and_its_own_name_otherwise(domain):
+    with pytest.raises(PddlError, match=r"^problem: 1 unclosed '\('$"):
+        parse_problem("((define (problem q))", domain)
+    with pytest.raises(PddlError, match=r"^p7: 1 unclosed '\('$"):
+        parse_problem("((define (problem q))", domain, "p7")
+    with pytest.raises(PddlError, match=r"^problem: problem is for domain '', not 'shop'$"):
+        parse_problem("(define (problem q))", domain)  # a bare problem form is read, then its domain checked
+
+
+def test_a_domain_is_named_domain_in_errors_by_default_and_its_own_name_otherwise():
+    with pytest.raises(PddlError, match=r"^domain: 1 unclosed '\('$"):
+        parse_domain("((define (domain x))")
+    with pytest.raises(PddlError, match=r"^d: 1 unclosed '\('$"):
+        parse_domain("((define (domain x))", "d")
+    with pytest.raises(PddlError, match=r"^domain :constants: '-' must be followed by a type name$"):
+        parse_domain("(define (domain x) (:constants a -))")
+
+
+def test_a_bare_domain_form_is_an_empty_domain():
+    assert parse_domain("(define (domain x))") == Domain("x", {}, {}, {}, {})
+
+
+def test_a_bad_deleted_atom_names_its_action_and_effect():
+    _domain_error(
+        "(define (domain x) (:predicates (p)) (:action a :effect (not (and (p)))))",
+        r"^d action 'a' effect: unsupported construct 'and' where an atom is required$",
+    )

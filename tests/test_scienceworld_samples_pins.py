@@ -35,7 +35,12 @@ def data_file(tmp_path: Path, monkeypatch):
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return path
 
-    monkeypatch.setattr(swbench, "fetch", lambda data_dir, spec, download: path)
+    def fetch(data_dir, spec, download):
+        write.downloads.append(download)
+        return path
+
+    write.downloads = []  # type: ignore[attr-defined]
+    monkeypatch.setattr(swbench, "fetch", fetch)
     return write
 
 
@@ -131,3 +136,10 @@ def test_the_environment_loads_the_samples_task_with_the_benchmarks_simplificati
     env.reset()
     assert sim.loads == [("boil", 4, "openDoors", False)]
     assert env.subgoals == ["You see a cup."]
+
+
+def test_the_download_switch_reaches_the_fetch(data_file):
+    data_file(_row("boil", 1))
+    ScienceWorldBenchmark({"download": False}).samples()
+    ScienceWorldBenchmark({"download": True}).samples()
+    assert data_file.downloads == [False, True]
