@@ -2,7 +2,7 @@
 tasks a run takes), written against the mutants of `make mutants PATHS=mbpp_plus_env` (docs/quality.md).
 
 The verdict is EvalPlus's: a solution passes when it passes both the base and the plus inputs; an answer with
-no code is a failure on every input. A hand-made problem with its ground truth computed into tmp_path (the
+no code is a failure on every input. A hand-made problem with its ground truth computed once per module (the
 sandbox runs the canonical solution), no data files, no network.
 """
 
@@ -33,10 +33,16 @@ PROBLEM = Problem(
 RIGHT = "def count_lines(text):\n    return len(text.splitlines())"
 
 
-def _env(tmp_path: Path, **settings: float) -> MbppPlusEnv:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ground-truth cache for the module: the canonical solution runs once, not once per test."""
+    return tmp_path_factory.mktemp("mbpp_truth")
+
+
+def _env(cache: Path, **settings: float) -> MbppPlusEnv:
     # generous limits: a loaded machine starts interpreters slowly
     limits = {"min_time_limit": 5.0, "startup_seconds": 30.0, **settings}
-    return MbppPlusEnv(PROBLEM, GroundTruthStore(tmp_path, "0" * 64), Settings(**limits))
+    return MbppPlusEnv(PROBLEM, GroundTruthStore(cache, "0" * 64), Settings(**limits))
 
 
 def _answer(env: MbppPlusEnv, code: str, prose: str = "Here:\n"):
@@ -44,8 +50,8 @@ def _answer(env: MbppPlusEnv, code: str, prose: str = "Here:\n"):
     return env.step(Action(kind="answer", text=f"{prose}```python\n{code}\n```"))
 
 
-def test_before_an_answer_the_score_is_zero_and_unanswered(tmp_path):
-    env = _env(tmp_path)
+def test_before_an_answer_the_score_is_zero_and_unanswered(cache):
+    env = _env(cache)
     obs = env.reset()
     assert obs.text == "Write the Python function `count_lines`; it is run against hidden tests."
     s = env.score()
@@ -53,8 +59,8 @@ def test_before_an_answer_the_score_is_zero_and_unanswered(tmp_path):
     assert s.metrics == {"answered": 0.0, "base_pass": 0.0, "plus_pass": 0.0}
 
 
-def test_a_right_solution_passes_base_and_plus_with_every_count(tmp_path):
-    env = _env(tmp_path)
+def test_a_right_solution_passes_base_and_plus_with_every_count(cache):
+    env = _env(cache)
     obs = _answer(env, RIGHT + "\n\nprint(count_lines('x'))")
     assert obs.text == "Solution recorded." and obs.done and obs.valid and obs.reward == 1.0
     assert obs.info["solution"] == RIGHT  # the sanitised program, the test print dropped
@@ -76,8 +82,8 @@ def test_a_right_solution_passes_base_and_plus_with_every_count(tmp_path):
     }
 
 
-def test_passing_base_but_not_plus_is_a_failure(tmp_path):
-    env = _env(tmp_path)
+def test_passing_base_but_not_plus_is_a_failure(cache):
+    env = _env(cache)
     obs = _answer(env, "def count_lines(text):\n    return len(text.splitlines()) if text else 1")
     assert obs.reward == 0.0 and obs.done
     s = env.score()
@@ -86,8 +92,8 @@ def test_passing_base_but_not_plus_is_a_failure(tmp_path):
     assert s.metrics["plus_failed"] == 1.0 and s.metrics["plus_run"] == 3.0
 
 
-def test_passing_plus_but_not_base_is_a_failure(tmp_path):
-    env = _env(tmp_path)
+def test_passing_plus_but_not_base_is_a_failure(cache):
+    env = _env(cache)
     obs = _answer(env, "def count_lines(text):\n    return 7 if text == 'one line' else len(text.splitlines())")
     assert obs.reward == 0.0
     s = env.score()
@@ -95,8 +101,8 @@ def test_passing_plus_but_not_base_is_a_failure(tmp_path):
     assert s.metrics["base_failed"] == 1.0
 
 
-def test_an_answer_without_code_fails_every_input_and_is_unanswered(tmp_path):
-    env = _env(tmp_path)
+def test_an_answer_without_code_fails_every_input_and_is_unanswered(cache):
+    env = _env(cache)
     env.reset()
     obs = env.step(Action(kind="answer", text="I would count the newlines."))
     assert obs.text == "No Python code found in the answer." and obs.done and obs.valid is False
@@ -108,23 +114,23 @@ def test_an_answer_without_code_fails_every_input_and_is_unanswered(tmp_path):
     assert s.metrics["answered"] == 0.0 and s.metrics["base_failed"] == 2.0 and s.metrics["plus_tests"] == 3.0
 
 
-def test_whitespace_only_code_is_no_code(tmp_path):
-    env = _env(tmp_path)
+def test_whitespace_only_code_is_no_code(cache):
+    env = _env(cache)
     env.reset()
     obs = env.step(Action(kind="answer", text="```python\n   \n\n```"))
     assert obs.valid is False and env.score().metrics["answered"] == 0.0
 
 
-def test_reset_forgets_the_last_answer(tmp_path):
-    env = _env(tmp_path)
+def test_reset_forgets_the_last_answer(cache):
+    env = _env(cache)
     _answer(env, RIGHT)
     env.reset()
     assert env.solution is None and env.base is None and env.plus is None
     assert env.score().metrics == {"answered": 0.0, "base_pass": 0.0, "plus_pass": 0.0}
 
 
-def test_a_solution_that_runs_out_of_time_is_flagged(tmp_path):
-    env = _env(tmp_path, min_time_limit=0.2)
+def test_a_solution_that_runs_out_of_time_is_flagged(cache):
+    env = _env(cache, min_time_limit=0.2)
     _answer(env, "def count_lines(text):\n    while True:\n        pass\n    return 0")
     s = env.score()
     assert not s.success and s.metrics["timeout"] == 1.0
