@@ -326,6 +326,8 @@ def test_offset_and_size_pick_tasks_and_the_split_picks_the_file(tmp_path):
     d = _data(tmp_path, tasks, ranks)
     ids = lambda **p: [s.id for s in Mind2WebBenchmark({"download": False, **p}, data_dir=d).samples("test")]  # noqa: E731
     assert ids() == ["t0", "t1", "t2", "t3"]
+    default = Mind2WebBenchmark({"download": False, "offset": 3}, data_dir=d).samples()  # the test split
+    assert [s.id for s in default] == ["t3"] and default[0].split == "test"
     assert ids(offset=1) == ["t1", "t2", "t3"] and ids(offset=1, size=2) == ["t1", "t2"] and ids(size=1) == ["t0"]
     (tmp_path / "mind2web" / "test_website" / "test_website_0.json").write_text(json.dumps(tasks[2:]), encoding="utf-8")
     files.write_manifest(d, "fixture")

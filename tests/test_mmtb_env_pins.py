@@ -435,3 +435,17 @@ def test_a_malformed_entry_is_named_by_its_position_in_the_file(tmp_path, monkey
         d2 = _write(tmp_path / str(n), monkeypatch, [bad])
         with pytest.raises(DataError, match=r"^MMTB entry 0: not in the Multi-Mission-Tool-Bench schema"):
             MmtbBenchmark({"download": False}, data_dir=d2).samples()
+
+
+def test_the_download_switch_reaches_the_fetch(tmp_path, monkeypatch):
+    d = _write(tmp_path, monkeypatch, [_entry()])
+    fetch, seen = data.fetch, []
+
+    def spy(data_dir, *, download):
+        seen.append(download)
+        return fetch(data_dir, download=download)
+
+    monkeypatch.setattr(data, "fetch", spy)
+    MmtbBenchmark({"download": False}, data_dir=d).samples()
+    MmtbBenchmark({"download": True}, data_dir=d).samples()  # the file is there: nothing is downloaded
+    assert seen == [False, True]

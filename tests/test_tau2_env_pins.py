@@ -505,5 +505,6 @@ def test_a_sample_is_one_task_of_its_split_with_the_policy_and_the_agents_tools(
         chosen = b.samples(split)
         assert {x.split for x in chosen} == {split}
         assert [x.gold["task_id"] for x in chosen] == [i for i in b.tasks if split_of("mock", i, 0.5) == split]
+    assert [x.id for x in b.samples()] == [x.id for x in b.samples("test")]  # the default split is test
     assert _bench(shared_data, train_fraction=1.0).samples("test") == []
     assert len(_bench(shared_data, train_fraction=0.0).samples("test")) == len(every)
