@@ -37,7 +37,12 @@ def test_select_by_name_or_path_and_refuse_unknown(mutants):
     packages, _ = mutants.load_config()
     assert [p.name for p in mutants.select(packages, ["fever"])] == ["fever"]
     assert [p.name for p in mutants.select(packages, ["aecg_bench/benchmarks/pddl/env.py"])] == ["pddl"]
-    assert [p.name for p in mutants.select(packages, ["aecg_bench/benchmarks/pddl"])] == ["pddl"]
+    # a folder selects every campaign that mutates a file under it, in table order
+    assert [p.name for p in mutants.select(packages, ["aecg_bench/benchmarks/pddl"])] == [
+        "pddl",
+        "benchmark_parsing",
+        "pddl_parser",
+    ]
     assert len(mutants.select(packages, [])) == len(packages)
     with pytest.raises(SystemExit, match="'nope' is no mutation package"):
         mutants.select(packages, ["nope"])
