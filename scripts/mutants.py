@@ -291,12 +291,12 @@ def main(argv: list[str] | None = None) -> int:
             wanted = {"timeout": {"timeout"}, "survived": {"survived"}}.get(ns.retry)
             names = [m for m, st in s.statuses.items() if (st in wanted if wanted else st not in KILLED)]
             if names:
-                rc = rc or run([pkg], conf, [*extra, *sorted(names)])
+                rc = run([pkg], conf, [*extra, *sorted(names)]) or rc  # every campaign runs, whatever one returns
     elif ns.command == "run":
         # a campaign restricted to some functions names them (mutmut then re-runs all of them each time)
         rc = 0
         for pkg in pkgs:
-            rc = rc or run([pkg], conf, [*extra, *pkg.only])
+            rc = run([pkg], conf, [*extra, *pkg.only]) or rc
     else:
         rc = 0
     ok = report([score_of(p) for p in pkgs], packages)

@@ -86,3 +86,17 @@ def test_a_campaign_over_some_functions_scores_only_their_mutants(mutants, tmp_p
     packages, _ = mutants.load_config()
     assert packages["runner_resume"].owns("aecg_bench.runner.batch.x__restore_state__mutmut_3")
     assert not packages["runner_resume"].owns("aecg_bench.runner.batch.x_summarise__mutmut_3")
+
+
+def test_a_failing_campaign_does_not_skip_the_ones_after_it(mutants, tmp_path, monkeypatch):
+    ran = []
+
+    def fake_run(pkgs, conf, extra):
+        ran.append(pkgs[0].name)
+        return 1 if pkgs[0].name == "fever" else 0  # the first campaign fails
+
+    monkeypatch.setattr(mutants, "run", fake_run)
+    monkeypatch.setattr(mutants, "report", lambda scores, packages: True)
+    monkeypatch.setattr(mutants, "WORK", tmp_path)
+    assert mutants.main(["run", "fever", "pddl", "mind2web"]) == 1
+    assert ran == ["fever", "pddl", "mind2web"]
