@@ -159,13 +159,25 @@ def test_nodes_by_level_keeps_decision_order_within_a_level():
 def test_a_judge_sees_the_last_decisions_with_scope_inputs_output_and_the_environments_reply():
     traj = trajectory("", initial="init")
     traj.steps = [
-        Step(index=0, action=Action(kind="command", text="x"), observation=Observation("said " + "z" * 300), decision_id="d2"),
+        Step(
+            index=0,
+            action=Action(kind="command", text="x"),
+            observation=Observation("said " + "z" * 300),
+            decision_id="d2",
+        ),
         Step(index=1, action=Action(kind="command", text="y"), observation=Observation("no decision")),
     ]
     for i in range(3):
         traj.add_decision(
-            node(f"d{i}", "team" if i else "agent", agent=f"ag{i}", role=f"r{i}", parents=(f"d{i - 1}",) if i else (),
-                 recalled_memory_ids=(f"m{i}",), output="o " * 200)
+            node(
+                f"d{i}",
+                "team" if i else "agent",
+                agent=f"ag{i}",
+                role=f"r{i}",
+                parents=(f"d{i - 1}",) if i else (),
+                recalled_memory_ids=(f"m{i}",),
+                output="o " * 200,
+            )
         )
     rows = traces.trace_summary(traj, 2)
     assert [r["id"] for r in rows] == ["d1", "d2"]  # the last `limit` decisions, in order
@@ -190,16 +202,19 @@ def test_a_success_is_phrased_with_its_task_level_sorted_roles_and_at_most_twelv
     long_task = Task(id="t", benchmark="hand", instruction="w" * 400)
     traj = Trajectory(task_id="t", framework="hand")
     nodes = [
-        traj.add_decision(node(f"n{i}", "team", role="zeta" if i % 2 else "alpha", output=f"act{i}" + "!" * (90 if i == 0 else 0)))
+        traj.add_decision(
+            node(f"n{i}", "team", role="zeta" if i % 2 else "alpha", output=f"act{i}" + "!" * (90 if i == 0 else 0))
+        )
         for i in range(14)
     ]
     ep = Episode(task=task, trajectory=traj, outcome=Outcome(success=True))
     acts = " ; ".join([traces.clip("act0" + "!" * 90, 80), *(f"act{i}" for i in range(1, 12))])
     assert traces.memory_text(ep, "team", nodes) == (
-        "Task type: general\nTask: Do it.\nLevel: team; roles: alpha, zeta\n" f"What worked: {acts} (+2 more)"
+        f"Task type: general\nTask: Do it.\nLevel: team; roles: alpha, zeta\nWhat worked: {acts} (+2 more)"
     )
-    ep = Episode(task=Task(id="t", benchmark="hand", instruction="Do it.", task_type="sort"), trajectory=traj,
-                 outcome=ep.outcome)
+    ep = Episode(
+        task=Task(id="t", benchmark="hand", instruction="Do it.", task_type="sort"), trajectory=traj, outcome=ep.outcome
+    )
     assert traces.memory_text(ep, "team", nodes[:12]).startswith("Task type: sort\n")
     assert traces.memory_text(ep, "team", nodes[:12]).endswith("act11")  # twelve: no "more"
     assert traces.memory_text(ep, "team", nodes[:13]).endswith("act11 (+1 more)")
@@ -331,8 +346,15 @@ def test_any_json_object_in_prose_reads_back_equal(obj):
 
 def fixture(tid: str = "t1", **kw) -> Fixture:
     base = dict(
-        task_id=tid, task_type="sort", instruction="Sort it.", level="team", agent="a", role="planner",
-        context="ctx", behaviour="did", success=True,
+        task_id=tid,
+        task_type="sort",
+        instruction="Sort it.",
+        level="team",
+        agent="a",
+        role="planner",
+        context="ctx",
+        behaviour="did",
+        success=True,
     )
     return Fixture(**{**base, **kw})
 
@@ -365,7 +387,10 @@ def test_a_skill_renders_its_scope_applicability_predicate_triggers_steps_and_av
         "Avoid: guessing; skipping"
     )
     bare = content(triggers=[], avoidance=[])
-    assert bare.render("agent") == "Skill 'check-first' (agent-level decisions)\nUse when: long lists\nProcedure: 1) look 2) sort"
+    assert (
+        bare.render("agent")
+        == "Skill 'check-first' (agent-level decisions)\nUse when: long lists\nProcedure: 1) look 2) sort"
+    )
 
 
 def test_recall_embeds_the_skills_name_applicability_triggers_and_steps_not_its_avoidance():
@@ -374,7 +399,13 @@ def test_recall_embeds_the_skills_name_applicability_triggers_and_steps_not_its_
 
 def skill(sid: str = "k1.v1", level: str = "team", **kw) -> Skill:
     base = dict(
-        id=sid, lineage="k1", version=1, level=level, family="m1", status="active", content=content(),
+        id=sid,
+        lineage="k1",
+        version=1,
+        level=level,
+        family="m1",
+        status="active",
+        content=content(),
         belief=Belief(slow=Beta(3.0, 1.5), fast=Beta(2.0, 1.0), events=4),
     )
     return Skill(**{**base, **kw})
@@ -389,19 +420,61 @@ def test_every_object_round_trips_through_its_json_form():
     sk = skill(
         content=content(predicate=Predicate(all_of=["a b"], none_of=["c"])),
         belief=Belief(slow=Beta(3.0, 1.5), fast=Beta(2.0, 1.0), events=4, origin=Beta(2.0, 1.0), peak=Beta(3.5, 1.0)),
-        parent="k1.v0", seed="m1", neighbours=["m2"], route="repair", uses=3, exposure=[0.5, 1.0],
-        success_fixtures=[fx, fixture("t2")], badcases=["b1"], reviewed_at=2, pending_candidate="k1.v2",
+        parent="k1.v0",
+        seed="m1",
+        neighbours=["m2"],
+        route="repair",
+        uses=3,
+        exposure=[0.5, 1.0],
+        success_fixtures=[fx, fixture("t2")],
+        badcases=["b1"],
+        reviewed_at=2,
+        pending_candidate="k1.v2",
     )
-    mem = Memory(id="m1", level="event", text="txt", family="m1", fixture=fx, pos=1.5, neg=0.5, support=2, uses=1,
-                 consolidated_into="k1.v1", promotion_attempts=1)
+    mem = Memory(
+        id="m1",
+        level="event",
+        text="txt",
+        family="m1",
+        fixture=fx,
+        pos=1.5,
+        neg=0.5,
+        support=2,
+        uses=1,
+        consolidated_into="k1.v1",
+        promotion_attempts=1,
+    )
     bc = BadCase(
-        id="b1", task_id="t3", status="admitted", fixtures={"k1.v1": fx},
-        judgements=[Judgement(judge=0, abstain=False, skill_id="k1.v1", scope="team", confidence=0.8,
-                              failure_mode="procedure", clause="c", behaviour="b", reason="r")],
-        blamed=["k1.v1"], failure_mode="procedure", mean_confidence=0.8, reason="agreed",
+        id="b1",
+        task_id="t3",
+        status="admitted",
+        fixtures={"k1.v1": fx},
+        judgements=[
+            Judgement(
+                judge=0,
+                abstain=False,
+                skill_id="k1.v1",
+                scope="team",
+                confidence=0.8,
+                failure_mode="procedure",
+                clause="c",
+                behaviour="b",
+                reason="r",
+            )
+        ],
+        blamed=["k1.v1"],
+        failure_mode="procedure",
+        mean_confidence=0.8,
+        reason="agreed",
     )
-    for obj, back in ((fx, fixture_from), (sk, skill_from), (mem, memory_from), (bc, badcase_from),
-                      (sk.content, content_from), (sk.belief, belief_from)):
+    for obj, back in (
+        (fx, fixture_from),
+        (sk, skill_from),
+        (mem, memory_from),
+        (bc, badcase_from),
+        (sk.content, content_from),
+        (sk.belief, belief_from),
+    ):
         d = json.loads(json.dumps(to_dict(obj)))  # through JSON text, as in a snapshot
         assert back(d) == obj
         assert to_dict(back(d)) == d
@@ -477,8 +550,11 @@ def test_ranking_keeps_scores_at_or_above_the_floor_best_first_ties_by_id_and_at
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)).filter(lambda t: t != (0, 0)), min_size=1,
-                max_size=20), st.integers(1, 6), st.permutations(range(20)))
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)).filter(lambda t: t != (0, 0)), min_size=1, max_size=20),
+    st.integers(1, 6),
+    st.permutations(range(20)),
+)
 def test_ranking_equals_a_sort_of_all_live_scores_whatever_the_insertion_order(points, limit, perm):
     vecs = {f"o{i:02d}": unit(*p) for i, p in enumerate(points)}
     q = unit(1, 2)
@@ -509,7 +585,9 @@ def test_hard_scope_keys_indexes_by_level_and_flat_scope_pools_every_level():
         ri.add_memory(memory("m1", "team", "sort the list"))
         ri.add_skill(skill("k1.v1", "team"))
     q = hard.embed("sort the list")
-    assert hard.search_memories("agent", q, 3, -1.0) == [] and [i for i, _ in hard.search_memories("team", q, 3, -1.0)] == ["m1"]
+    assert hard.search_memories("agent", q, 3, -1.0) == [] and [
+        i for i, _ in hard.search_memories("team", q, 3, -1.0)
+    ] == ["m1"]
     assert [i for i, _ in flat.search_memories("agent", q, 3, -1.0)] == ["m1"]
     skills = {"k1.v1": skill("k1.v1", "team")}
     assert hard.search_skills("event", q, "ctx", skills, 2, -1.0) == []
@@ -572,7 +650,9 @@ def test_search_returns_the_best_k_skills_whose_predicate_admits_the_context():
     assert [s.id for s, _ in ri.search_skills("team", q, "walk right", skills, 2, -1.0)] == ["k0.v1", "k1.v1"]
     # "left" excludes the five best: the first 4k ranked hold none, so the whole scope is ranked once
     got = ri.search_skills("team", q, "walk LEFT now", skills, 1, -1.0)
-    assert [s.id for s, _ in got] == ["k5.v1"] and got[0][1] == pytest.approx(float(skills and q @ ri.skills("team").vector("k5.v1")))
+    assert [s.id for s, _ in got] == ["k5.v1"] and got[0][1] == pytest.approx(
+        float(skills and q @ ri.skills("team").vector("k5.v1"))
+    )
     assert ri.search_skills("team", q, "walk left", skills, 2, -1.0) == [(skills["k5.v1"], pytest.approx(got[0][1]))]
     assert ri.search_skills("team", q, "walk right", skills, 0, -1.0) == []
     # every skill excluded, more of them than the first 4k ranked: the whole scope is ranked, and nothing found
@@ -618,20 +698,31 @@ def test_other_prompts_have_no_kind_and_no_payload():
     assert prompts.kind_of([{"role": "user", "content": "[aecg:x] hi"}]) is None  # only the system message counts
     assert prompts.kind_of([{"role": "system", "content": "You are an agent. [aecg:skill_abstraction]"}]) is None
     assert prompts.kind_of([{"role": "system", "content": None}, {"role": "system", "content": "[aecg:x]"}]) is None
-    assert prompts.kind_of([{"role": "user", "content": "hi"}, {"role": "system", "content": "[aecg:repair2] x"}]) == "repair2"
+    assert (
+        prompts.kind_of([{"role": "user", "content": "hi"}, {"role": "system", "content": "[aecg:repair2] x"}])
+        == "repair2"
+    )
     assert prompts.kind_of([]) is None
     assert prompts.payload_of([{"role": "user", "content": "no input"}]) == {}
     assert prompts.payload_of([{"role": "assistant", "content": 'INPUT:\n{"a": 1}'}]) == {}
     two = [{"role": "user", "content": 'INPUT:\n{"a": 1}'}, {"role": "user", "content": 'INPUT:\n{"a": 2}'}]
     assert prompts.payload_of(two) == {"a": 2}  # the last one
-    assert prompts.payload_of([{"role": "user", "content": 'INPUT:\n{"a": 1}'}, {"role": "user", "content": None}]) == {"a": 1}
+    assert prompts.payload_of([{"role": "user", "content": 'INPUT:\n{"a": 1}'}, {"role": "user", "content": None}]) == {
+        "a": 1
+    }
 
 
 # -- explain: the audit read-back ------------------------------------------------------------------------------
 
 
 def _belief(sa: float, sb: float, fa: float, fb: float, events: int = 0) -> dict:
-    return {"slow": {"alpha": sa, "beta": sb}, "fast": {"alpha": fa, "beta": fb}, "events": events, "origin": None, "peak": None}
+    return {
+        "slow": {"alpha": sa, "beta": sb},
+        "fast": {"alpha": fa, "beta": fb},
+        "events": events,
+        "origin": None,
+        "peak": None,
+    }
 
 
 def audit_log() -> list[dict]:
@@ -642,34 +733,154 @@ def audit_log() -> list[dict]:
     r("belief_update", memory="m1", success=True, weight=0.5, before={}, after={}, task="t2")
     r("memory_supported", memory="m1", level="team", task="t2", similarity=0.95, before={}, after={})
     r("belief_update", memory="m1", success=False, weight=0.25, before={}, after={}, badcase="b1")
-    r("promotion", skill="L.v1", lineage="L", level="team", seed="m1", neighbours=["m9"],
-      seed_evidence={"pos": 1.5, "neg": 0.25, "support": 2}, inherit_fraction=0.5, belief=_belief(2, 1, 3, 1), content={})
+    r(
+        "promotion",
+        skill="L.v1",
+        lineage="L",
+        level="team",
+        seed="m1",
+        neighbours=["m9"],
+        seed_evidence={"pos": 1.5, "neg": 0.25, "support": 2},
+        inherit_fraction=0.5,
+        belief=_belief(2, 1, 3, 1),
+        content={},
+    )
     r("memory_supported", memory="m1", level="team", task="t8", similarity=0.95, before={}, after={})
-    r("belief_update", skill="L.v1", lineage="L", success=True, weight=0.75, before={}, after=_belief(2.75, 1, 3.5, 1), task="t3")
+    r(
+        "belief_update",
+        skill="L.v1",
+        lineage="L",
+        success=True,
+        weight=0.75,
+        before={},
+        after=_belief(2.75, 1, 3.5, 1),
+        task="t3",
+    )
     r("belief_update", memory="m1", success=True, weight=1.0, before={}, after={}, task="t8")
-    r("belief_update", skill="L.v1", lineage="L", success=True, weight=0.5, before={}, after=_belief(3.25, 1, 4, 1), task="t6")
-    r("admit_failure", mode="asymmetric", failure_mode="procedure", weight=1.0, skill="L.v1", lineage="L",
-      badcase="b2", task="t4", judgements=[], reason="both judges", mean_confidence=0.85)
-    r("belief_update", skill="L.v1", lineage="L", success=False, weight=1.0, before={}, after=_belief(2.75, 2, 3.5, 4), badcase="b2")
-    r("review", skill="L.v1", lineage="L", round=2, drift={"score": 0.12345, "consistency": 0.951}, exposure=1.5,
-      severity=0.2, belief={}, route="repair", route_reason="", failure_fixtures=["t4"], success_fixtures=[])
-    r("intervention", skill="L.v1", lineage="L", route="repair", outcome="candidate", candidate="L.v2",
-      changed=["procedure", "avoidance"], content={}, reason="step 2 was wrong")
-    r("replay", skill="L.v1", lineage="L", candidate="L.v2", route="repair", results=[],
-      gate={"decision": "activate", "reason": "mitigated 2/2"})
+    r(
+        "belief_update",
+        skill="L.v1",
+        lineage="L",
+        success=True,
+        weight=0.5,
+        before={},
+        after=_belief(3.25, 1, 4, 1),
+        task="t6",
+    )
+    r(
+        "admit_failure",
+        mode="asymmetric",
+        failure_mode="procedure",
+        weight=1.0,
+        skill="L.v1",
+        lineage="L",
+        badcase="b2",
+        task="t4",
+        judgements=[],
+        reason="both judges",
+        mean_confidence=0.85,
+    )
+    r(
+        "belief_update",
+        skill="L.v1",
+        lineage="L",
+        success=False,
+        weight=1.0,
+        before={},
+        after=_belief(2.75, 2, 3.5, 4),
+        badcase="b2",
+    )
+    r(
+        "review",
+        skill="L.v1",
+        lineage="L",
+        round=2,
+        drift={"score": 0.12345, "consistency": 0.951},
+        exposure=1.5,
+        severity=0.2,
+        belief={},
+        route="repair",
+        route_reason="",
+        failure_fixtures=["t4"],
+        success_fixtures=[],
+    )
+    r(
+        "intervention",
+        skill="L.v1",
+        lineage="L",
+        route="repair",
+        outcome="candidate",
+        candidate="L.v2",
+        changed=["procedure", "avoidance"],
+        content={},
+        reason="step 2 was wrong",
+    )
+    r(
+        "replay",
+        skill="L.v1",
+        lineage="L",
+        candidate="L.v2",
+        route="repair",
+        results=[],
+        gate={"decision": "activate", "reason": "mitigated 2/2"},
+    )
     r("activation", skill="L.v2", lineage="L", parent="L.v1", route="repair", reason="mitigated 2/2", belief={})
-    r("review", skill="L.v2", lineage="L", round=3, drift={"score": 0.2, "consistency": 0.5}, exposure=0.25,
-      severity=0.1, belief={}, route="narrowing", route_reason="", failure_fixtures=[], success_fixtures=[])
+    r(
+        "review",
+        skill="L.v2",
+        lineage="L",
+        round=3,
+        drift={"score": 0.2, "consistency": 0.5},
+        exposure=0.25,
+        severity=0.1,
+        belief={},
+        route="narrowing",
+        route_reason="",
+        failure_fixtures=[],
+        success_fixtures=[],
+    )
     r("intervention", skill="L.v2", lineage="L", route="narrowing", outcome="no_change", reason="no safe predicate")
-    r("intervention", skill="L.v2", lineage="L", route="narrowing", outcome="candidate", candidate="L.v3",
-      changed=["applicability"], content={}, reason="")
-    r("replay", skill="L.v2", lineage="L", candidate="L.v3", route="narrowing", results=[],
-      gate={"decision": "isolate", "reason": "regressed 1/2"})
+    r(
+        "intervention",
+        skill="L.v2",
+        lineage="L",
+        route="narrowing",
+        outcome="candidate",
+        candidate="L.v3",
+        changed=["applicability"],
+        content={},
+        reason="",
+    )
+    r(
+        "replay",
+        skill="L.v2",
+        lineage="L",
+        candidate="L.v3",
+        route="narrowing",
+        results=[],
+        gate={"decision": "isolate", "reason": "regressed 1/2"},
+    )
     r("isolation", skill="L.v3", lineage="L", parent="L.v2", reason="regressed 1/2", parent_stays_active=True)
-    r("intervention", skill="L.v2", lineage="L", route="repair", outcome="candidate", candidate="L.v4",
-      changed=["procedure"], content={}, reason="check first")
-    r("replay", skill="L.v2", lineage="L", candidate="L.v4", route="repair", results=[],
-      gate={"decision": "monitor", "reason": "too few successes"})
+    r(
+        "intervention",
+        skill="L.v2",
+        lineage="L",
+        route="repair",
+        outcome="candidate",
+        candidate="L.v4",
+        changed=["procedure"],
+        content={},
+        reason="check first",
+    )
+    r(
+        "replay",
+        skill="L.v2",
+        lineage="L",
+        candidate="L.v4",
+        route="repair",
+        results=[],
+        gate={"decision": "monitor", "reason": "too few successes"},
+    )
     r("monitoring", skill="L.v4", lineage="L", parent="L.v2", reason="too few successes", parent_stays_active=True)
     return a.events
 
@@ -747,7 +958,11 @@ PAPER_CONSTRAINTS = {
         "Preserve the coordination scope",
         "granularity of the seed",  # target granularity
         "Remove task-specific details",
-        '"applicability"', '"triggers"', '"procedure"', '"avoidance"', '"evidence_summary"',
+        '"applicability"',
+        '"triggers"',
+        '"procedure"',
+        '"avoidance"',
+        '"evidence_summary"',
     ],
     prompts.FAILURE_ATTRIBUTION: [
         "through a specific clause of its text that the trace shows was applied",
@@ -810,7 +1025,9 @@ def test_streams_are_the_given_success_rates_before_and_after_the_corruption():
     assert admitted_stream(Corruption(admission_noise=0.0), 0) == [True] * 80
     assert admitted_stream(Corruption(admission_noise=1.0), 0) == [False] * 80
     half = admitted_stream(Corruption(history=300, horizon=300, admission_noise=0.5), 2)
-    assert 0.4 < sum(half) / 600 < 0.6 and half != admitted_stream(Corruption(history=300, horizon=300, admission_noise=0.5), 3)
+    assert 0.4 < sum(half) / 600 < 0.6 and half != admitted_stream(
+        Corruption(history=300, horizon=300, admission_noise=0.5), 3
+    )
 
 
 def test_a_certain_corruption_is_found_at_a_review_round_and_never_when_no_failure_is_admitted():
@@ -818,8 +1035,9 @@ def test_a_certain_corruption_is_found_at_a_review_round_and_never_when_no_failu
     for seed in range(5):
         d, alarms = detection_delay(sure, seed, BeliefParams(), DriftParams())
         assert d is not None and 1 <= d <= 5 and alarms == 0
-        d5, _ = detection_delay(Corruption(history=20, p_before=1.0, p_after=0.0, review_every=5), seed, BeliefParams(),
-                                DriftParams())
+        d5, _ = detection_delay(
+            Corruption(history=20, p_before=1.0, p_after=0.0, review_every=5), seed, BeliefParams(), DriftParams()
+        )
         assert d5 is not None and d5 % 5 == 0  # rounds only every 5th use: uses 25, 30, ...
         hidden = Corruption(history=20, p_before=1.0, p_after=0.0, admission_noise=1.0)
         assert detection_delay(hidden, seed, BeliefParams(), DriftParams()) == (None, 0)
