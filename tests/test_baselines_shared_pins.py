@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
@@ -165,6 +167,33 @@ def test_the_matrix_grows_and_keeps_every_earlier_row():
     index.add_many([f"m{i}" for i in range(100)], ["#300"] * 100)  # more than doubling gives
     assert len(index) == 250 and [k for k, _ in index.search("#300", 2)] == ["m0", "m1"]
     assert index.search("#5", 1)[0] == ("k5", pytest.approx(1.0))
+    # the matrix is float32 (the memory budget the module documents), however it grew
+    assert index.vector("k0").dtype == np.float32 and index.scores(index.embed("#1"))[1].dtype == np.float32
+
+
+def test_growing_past_a_tombstone_keeps_every_earlier_entry_alive():
+    index = _index({f"k{i}": f"#{i}" for i in range(10)})
+    index.remove(["k3"])
+    index.add_many([f"n{i}" for i in range(60)], [f"#{i + 100}" for i in range(60)])  # grows past 64 rows
+    assert [k for k, _ in index.search("#0", 1)] == ["k0"] and [k for k, _ in index.search("#9", 1)] == ["k9"]
+    assert "k3" not in [k for k, _ in index.search("#3", 70)]
+
+
+class _PlaneEmbedder(_AxisEmbedder):
+    """Two dimensions: far fewer than the rows an index holds."""
+
+    dim = 2
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return super().embed(texts)[:, :2]
+
+
+def test_an_index_holds_more_rows_than_its_vectors_have_dimensions():
+    index = VectorIndex(_PlaneEmbedder())
+    index.add_many([f"k{i}" for i in range(70)], ["1 0"] * 69 + ["0 1"])
+    index.remove(["k0"])
+    assert [k for k, _ in index.search("0 1", 1)] == ["k69"]
+    assert [k for k, _ in index.search("1 0", 2)] == ["k1", "k2"]
 
 
 def test_tombstones_are_compacted_only_past_a_quarter_of_the_rows_and_at_least_64():
@@ -178,6 +207,14 @@ def test_tombstones_are_compacted_only_past_a_quarter_of_the_rows_and_at_least_6
     assert len(ids) == 35 and np.isfinite(sims).all()
     index.add("new", "0 0 1")
     assert index.search("0 0 1", 1) == [("new", pytest.approx(1.0))]
+    index.remove(["k65"])  # tombstones are counted again after a compaction
+    assert index.row_ids.count(None) == 1 and "k65" not in [k for k, _ in index.search("#65", 3)]
+
+    again = _index({f"k{i}": f"#{i}" for i in range(200)})
+    again.remove([f"k{i}" for i in range(65)])  # 65 dead of 200: compacted to 135 rows
+    assert len(again.row_ids) == 135
+    again.remove([f"k{i}" for i in range(65, 129)])  # 64 dead since: not more than max(64, 135 // 4)
+    assert again.row_ids.count(None) == 64
 
     big = _index({f"k{i}": f"#{i}" for i in range(400)})
     big.remove([f"k{i}" for i in range(100)])  # 100 dead: not more than 400 // 4
@@ -189,7 +226,10 @@ def test_tombstones_are_compacted_only_past_a_quarter_of_the_rows_and_at_least_6
     whole.remove([f"k{i}" for i in range(70)])  # everything removed: an empty index that still works
     assert whole.row_ids == [] and len(whole) == 0 and whole.search("1 1", 3) == []
     whole.add("again", "1 0")
+    whole.add("more", "0 1")
     assert whole.search("1 0", 1) == [("again", pytest.approx(1.0))]
+    whole.remove(["more"])
+    assert [k for k, _ in whole.search("0 1", 2)] == ["again"]
 
 
 def test_clear_empties_the_index():
@@ -200,6 +240,13 @@ def test_clear_empties_the_index():
     index.add("c", "1 0")
     ids, sims = index.scores(index.embed("1 0"))
     assert ids == ["c"] and list(sims) == [pytest.approx(1.0)]
+    index.add("d", "0 1")  # and grows again
+    assert [k for k, _ in index.search("0 1", 2)] == ["d", "c"]
+    # a cleared index counts tombstones from zero: 64 removals of 100 do not compact it yet
+    index.clear()
+    index.add_many([f"k{i}" for i in range(100)], [f"#{i}" for i in range(100)])
+    index.remove([f"k{i}" for i in range(64)])
+    assert index.row_ids.count(None) == 64
 
 
 def test_task_key_and_the_fallback_embedder():
@@ -337,6 +384,7 @@ def test_clip_keeps_a_third_head_and_the_tail_within_the_budget():
     assert clipped == text[:20] + "\n...\n" + text[-35:] and len(clipped) == 60
     assert clip("  short  ", 5) == "short" and clip("  exactly  ", 7) == "exactly"
     assert clip(text, 0) == text and clip(text, -1) == text
+    assert clip("a" * 40 + "     " + "b" * 10, 30) == "a" * 10 + "\n...\n" + "b" * 10
     assert clip("head      " + "x" * 40 + "      tail", 30) == "head\n...\nxxxxx      tail"
 
 
@@ -403,6 +451,10 @@ def test_render_shows_each_step_once_with_the_other_agents_utterances_under_it()
         "Obs 2: Done.",
     ]
     assert render_trajectory(_run(), skip_negative_reward=True).splitlines()[-1] == "Obs 1: North."
+    later = _run()
+    later.steps.append(Step(2, Action(kind="command", text="wait"), Observation("Later.", reward=0.0), None))
+    assert render_trajectory(later, skip_negative_reward=True).splitlines()[-2:] == ["Act 3: wait", "Obs 3: Later."]
+    assert "  [critic/critic] Care..." in render_trajectory(_run(), utterance_chars=7).splitlines()
     zero = _run()
     zero.steps[1] = Step(1, Action(kind="answer", text="42"), Observation("Done.", reward=0.0), "act1")
     assert render_trajectory(zero, skip_negative_reward=True).splitlines()[-1] == "Obs 2: Done."
@@ -605,6 +657,7 @@ def test_the_distill_prompt_carries_the_papers_objectives_and_the_candidates():
     ):
         assert phrase in system, phrase
     assert "Tool outputs" not in system and "{" not in system
+    assert "- transfer: no task-specific names, numbers or identifiers.\n\nObjective 3" in system
     first = render_trajectory(_edv_candidates()[0].trajectory, max_chars=40)
     assert len(first) == 40
     assert user == (
@@ -785,3 +838,22 @@ def test_conmem_prompt_templates_are_what_its_parsers_score_and_read():
     assert tuple(card["structured_content"]) == SECTIONS and card["source_steps"] == [1, 2]
     merged = tagged(cm.MERGE_SYSTEM, "merged_card")
     assert all(f'"{key}"' in merged for key in ("structured_content", "trigger_semantics", "summary", "evidence"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" ab\n\t", max_size=80), st.integers(1, 90))
+def test_clip_and_one_line_never_exceed_their_budget(text, budget):
+    clipped, line = clip(text, budget), one_line(text, budget)
+    assert len(clipped) <= budget and len(line) <= budget
+    stripped = text.strip()
+    if len(stripped) <= budget:
+        assert clipped == stripped
+    elif budget >= 8:  # room for a head, the marker and a tail: the first and last characters are kept
+        assert clipped[0] == stripped[0] and clipped[-1] == stripped[-1] and "\n...\n" in clipped
+    else:
+        assert stripped.endswith(clipped)
+    words = " ".join(text.split())
+    if len(words) <= budget:
+        assert line == words
+    else:
+        assert line.endswith("...") if budget >= 3 else line == words[:budget]
