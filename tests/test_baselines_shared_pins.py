@@ -385,6 +385,9 @@ def test_clip_keeps_a_third_head_and_the_tail_within_the_budget():
     assert clip("  short  ", 5) == "short" and clip("  exactly  ", 7) == "exactly"
     assert clip(text, 0) == text and clip(text, -1) == text
     assert clip("a" * 40 + "     " + "b" * 10, 30) == "a" * 10 + "\n...\n" + "b" * 10
+    # at the budget the text is kept whole; below 8 characters only the tail fits
+    assert clip("abcdefgh", 8) == "abcdefgh" and clip("abcdefghi", 8) == "ab\n...\ni"
+    assert clip("abcdefghij", 7) == "defghij" and clip("abcdef   ij", 4) == "ij" and clip("abc", 1) == "c"
     assert clip("head      " + "x" * 40 + "      tail", 30) == "head\n...\nxxxxx      tail"
 
 
@@ -392,6 +395,7 @@ def test_one_line_collapses_whitespace_and_marks_a_cut():
     assert one_line("  a\n b\t c  ") == "a b c"
     assert one_line("abcdefghij", 10) == "abcdefghij"
     assert one_line("abcd  fghijk", 8) == "abcd..."
+    assert one_line("abcdef", 4) == "a..." and one_line("abcdef", 3) == "..." and one_line("abcdef", 2) == "ab"
     assert one_line("abcdefghijk", 9) == "abcdef..." and one_line("abcdefghijk", 0) == "abcdefghijk"
 
 
