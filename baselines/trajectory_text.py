@@ -14,17 +14,24 @@ from aecg_bench.types import Action, DecisionNode, Trajectory
 
 
 def clip(text: str, max_chars: int) -> str:
-    """At most max_chars characters, keeping the head and the (more informative) tail."""
+    """At most max_chars characters, keeping the head and the (more informative) tail; a budget too small
+    for the marker and a tail (under 8) keeps the tail alone."""
     text = text.strip()
     if max_chars <= 0 or len(text) <= max_chars:
         return text
     head = max_chars // 3
-    return text[:head].rstrip() + "\n...\n" + text[-(max_chars - head - 5) :].lstrip()
+    tail = max_chars - head - 5
+    if tail <= 0:
+        return text[-max_chars:].lstrip()
+    return text[:head].rstrip() + "\n...\n" + text[-tail:].lstrip()
 
 
 def one_line(text: str, max_chars: int = 0) -> str:
+    """Whitespace collapsed; at most max_chars characters (0: no limit), a cut marked "..." when it fits."""
     line = " ".join(text.split())
-    return line if max_chars <= 0 or len(line) <= max_chars else line[: max_chars - 3].rstrip() + "..."
+    if max_chars <= 0 or len(line) <= max_chars:
+        return line
+    return line[: max_chars - 3].rstrip() + "..." if max_chars >= 3 else line[:max_chars]
 
 
 def action_text(action: Action | None) -> str:
