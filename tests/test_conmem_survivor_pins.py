@@ -13,10 +13,10 @@ import copy
 import json
 import math
 import re
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from test_conmem_pins import params  # the same retrieval parameters as the other ConMem pins
 
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
@@ -122,21 +122,6 @@ def _store(embedder: Any, *cards: dict[str, Any]) -> CardStore:
     return store
 
 
-def _params(**kw: Any) -> SimpleNamespace:
-    base = dict(
-        top_k=3,
-        min_relevance=0.30,
-        min_keyword_overlap=0.08,
-        activation=0.40,
-        mmr_lambda=0.75,
-        walk_hops=2,
-        walk_weight=0.40,
-        expansion_max_cards=6,
-        coord_merge=0.85,
-    )
-    return SimpleNamespace(**(base | kw))
-
-
 # -- retrieval ---------------------------------------------------------------------------------------
 
 _OPEN = dict(min_relevance=0.0, min_keyword_overlap=0.0, activation=0.0, top_k=40)  # every card fires
@@ -151,7 +136,7 @@ def test_cards_tied_in_similarity_keep_their_insertion_order():
     cards = [_card(f"{kind}{i}", **spec) for i in range(10) for kind, spec in (("n", near), ("f", far))]
     store = _store(Embedder("lexical"), *cards)
     query = "sort numbers list"
-    got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, _params(**_OPEN))
+    got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, params(**_OPEN))
     assert sorted(got) == sorted(c["id"] for c in cards)
     assert [c for c in got if c.startswith("n")] == [f"n{i}" for i in range(10)]
     assert [c for c in got if c.startswith("f")] == [f"f{i}" for i in range(10)]
@@ -163,7 +148,7 @@ def test_cards_tied_in_score_keep_their_insertion_order():
     cards = [_card(f"c{i:02d}", outcome="success" if i % 2 == 0 else "failure", rq=0.0, **spec) for i in range(20)]
     store = _store(Embedder("lexical"), *cards)
     query = "sort numbers list"
-    got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, _params(**_OPEN))
+    got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, params(**_OPEN))
     assert got == [f"c{i:02d}" for i in range(0, 20, 2)] + [f"c{i:02d}" for i in range(1, 20, 2)]
 
 
@@ -178,7 +163,7 @@ def test_the_section_needs_boost_applies_from_a_base_score_of_exactly_a_quarter(
         }
     )
     needs = {"state": 0.0, "plan": 1.0, "exec": 0.0, "eval": 0.0}
-    p = _params(min_relevance=0.2, min_keyword_overlap=0.0, activation=0.5)
+    p = params(min_relevance=0.2, min_keyword_overlap=0.0, activation=0.5)
     at = _store(embedder, _card("at", summary="zzc", plan="zzc"))
     assert float(at.index.scores(at.index.embed("zzq"))[1][0]) == 0.25
     assert retrieval.retrieve(at, "zzq", at.index.embed("zzq"), needs, p) == ["at"]
@@ -204,7 +189,7 @@ def test_the_walk_adds_a_neighbour_before_it_checks_the_card_cap():
     # edge to a new card adds it, and only then does the cap (already reached by the activated cards) stop it
     store = _store(Embedder("lexical"), *(_card(c, plan=f"plan {c}") for c in "abcd"))
     store.add_edges([_edge("a", "b"), _edge("a", "d"), _edge("c", "d")])
-    ids, seen = retrieval.expand(store, ["a", "b", "c"], "task", _params(expansion_max_cards=2, top_k=5))
+    ids, seen = retrieval.expand(store, ["a", "b", "c"], "task", params(expansion_max_cards=2, top_k=5))
     assert ids == ["a", "b", "c", "d"]
     assert [(e["src"], e["dst"]) for e in seen] == [("a", "b"), ("a", "d")]
 
