@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 import numpy as np
-from test_conmem_pins import params  # the same retrieval parameters as the other ConMem pins
+from test_conmem_pins import card, params  # the same card builder and retrieval parameters as the other ConMem pins
 
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
@@ -86,35 +86,6 @@ def _method(embedder: Any, **params: Any) -> ConMem:
     return ConMem(params, services=MemoryServices(llm=llm, embedder=embedder, audit=AuditLog(), seed=0))
 
 
-def _card(cid: str, **kw: Any) -> dict[str, Any]:
-    sections = {s: kw.pop(s, "") for s in SECTIONS}
-    out = {
-        "id": cid,
-        "task_id": f"task-{cid}",
-        "domain": "unit",
-        "task_description": kw.pop("task", ""),
-        "sections": sections,
-        "triggers": list(kw.pop("triggers", [])),
-        "summary": kw.pop("summary", ""),
-        "evidence": "ev",
-        "provenance": {
-            "source_task_id": "t",
-            "source_agent": "a",
-            "source_steps": [],
-            "outcome": kw.pop("outcome", "success"),
-            "reflection_quality": kw.pop("rq", 1.0),
-            "label_source": "gold",
-        },
-        "quality": {},
-        "admission_score": kw.pop("score", 0.6),
-        "create_round": 0,
-        "access_count": 0,
-        "last_access_round": 0,
-    }
-    assert not kw, kw
-    return out
-
-
 def _store(embedder: Any, *cards: dict[str, Any]) -> CardStore:
     store = CardStore(embedder)
     for c in cards:
@@ -133,7 +104,7 @@ def test_cards_tied_in_similarity_keep_their_insertion_order():
     # cards in candidate order, so the result lists each kind in the order the cards were stored
     near = dict(task="sort numbers list", plan="sort numbers", triggers=["sort numbers"])
     far = dict(task="sort words list", plan="order words", triggers=["order words"])
-    cards = [_card(f"{kind}{i}", **spec) for i in range(10) for kind, spec in (("n", near), ("f", far))]
+    cards = [card(f"{kind}{i}", **spec) for i in range(10) for kind, spec in (("n", near), ("f", far))]
     store = _store(Embedder("lexical"), *cards)
     query = "sort numbers list"
     got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, params(**_OPEN))
@@ -145,7 +116,7 @@ def test_cards_tied_in_similarity_keep_their_insertion_order():
 def test_cards_tied_in_score_keep_their_insertion_order():
     # one text, alternating outcomes: the similarities tie, the scores tie within each outcome
     spec = dict(task="sort numbers list", plan="sort numbers", triggers=["sort numbers"])
-    cards = [_card(f"c{i:02d}", outcome="success" if i % 2 == 0 else "failure", rq=0.0, **spec) for i in range(20)]
+    cards = [card(f"c{i:02d}", outcome="success" if i % 2 == 0 else "failure", rq=0.0, **spec) for i in range(20)]
     store = _store(Embedder("lexical"), *cards)
     query = "sort numbers list"
     got = retrieval.retrieve(store, query, store.index.embed(query), _EVEN, params(**_OPEN))
@@ -164,17 +135,17 @@ def test_the_section_needs_boost_applies_from_a_base_score_of_exactly_a_quarter(
     )
     needs = {"state": 0.0, "plan": 1.0, "exec": 0.0, "eval": 0.0}
     p = params(min_relevance=0.2, min_keyword_overlap=0.0, activation=0.5)
-    at = _store(embedder, _card("at", summary="zzc", plan="zzc"))
+    at = _store(embedder, card("at", summary="zzc", plan="zzc"))
     assert float(at.index.scores(at.index.embed("zzq"))[1][0]) == 0.25
     assert retrieval.retrieve(at, "zzq", at.index.embed("zzq"), needs, p) == ["at"]
-    below = _store(embedder, _card("below", summary="zzb", plan="zzb"))
+    below = _store(embedder, card("below", summary="zzb", plan="zzb"))
     assert retrieval.retrieve(below, "zzq", below.index.embed("zzq"), needs, p) == []
 
 
 def test_a_conversation_is_recalled_by_its_opening_then_its_instruction():
     embedder = _RecordingEmbedder()
     m = _method(embedder)
-    m.store.put(_card("cm-0", task="return an order", plan="check the order", triggers=["order returns"]))
+    m.store.put(card("cm-0", task="return an order", plan="check the order", triggers=["order returns"]))
     task = Task(id="q", benchmark="unit", instruction="Airline policy text", mode="conversation")
     m.recall(RecallQuery(task=task, level="agent", agent="solver", role="actor", context=" I want a refund "))
     assert embedder.queries[-1] == "I want a refund\n\nAirline policy text"
@@ -187,7 +158,7 @@ def _edge(src: str, dst: str) -> dict[str, Any]:
 def test_the_walk_adds_a_neighbour_before_it_checks_the_card_cap():
     # ConMemCode's expand_activation: an edge to a card already selected is skipped, the first walkable
     # edge to a new card adds it, and only then does the cap (already reached by the activated cards) stop it
-    store = _store(Embedder("lexical"), *(_card(c, plan=f"plan {c}") for c in "abcd"))
+    store = _store(Embedder("lexical"), *(card(c, plan=f"plan {c}") for c in "abcd"))
     store.add_edges([_edge("a", "b"), _edge("a", "d"), _edge("c", "d")])
     ids, seen = retrieval.expand(store, ["a", "b", "c"], "task", params(expansion_max_cards=2, top_k=5))
     assert ids == ["a", "b", "c", "d"]
@@ -217,7 +188,7 @@ def _merging(reply, *cards: tuple[float, str]) -> ConMem:
     m = _method(_MarkerEmbedder(_AXES), merge_every=1)
     for i, (score, marker) in enumerate(cards):
         spec = dict(task="Sort the numbers list", plan=_PLAN, triggers=["when sorting numbers"])
-        m.store.put(_card(f"cm-{i}", summary=f"Sorting numbers {marker}", score=score, **spec))
+        m.store.put(card(f"cm-{i}", summary=f"Sorting numbers {marker}", score=score, **spec))
     m.next_id, m.committed_tasks = len(cards), 1
     return m
 
