@@ -87,7 +87,8 @@ def test_kv_ram_cache_stays_within_its_capacity():
 
 
 def test_kv_states_are_cached_without_logits_and_replies_do_not_change():
-    """The RAM cache drops each state's logits (never read back): same greedy replies, a fraction of the bytes."""
+    """The logits buffer is cut to one row (never read with logits_all off): same greedy replies, cached
+    states a fraction of the bytes, and a save no longer copies n_batch rows of logits."""
     from llama_cpp import Llama
 
     from aecg_bench.llm import local
@@ -102,10 +103,11 @@ def test_kv_states_are_cached_without_logits_and_replies_do_not_change():
     replies, held = {}, {}
     for keep in (True, False):
         llm = Llama(model_path=str(local.model_path("smollm2-135m-instruct")), n_ctx=1024, n_threads=1, verbose=False)
-        llm.set_cache(local._counted_ram_cache(512 << 20, keep_scores=keep))
+        local.cache_prefixes(llm, 512, keep_logits=keep)
         replies[keep] = [llm.create_chat_completion(messages=m, max_tokens=12, temperature=0.0, seed=0) for m in calls]
         replies[keep] = [r["choices"][0]["message"]["content"] for r in replies[keep]]
         held[keep] = llm.cache.cache_size
         assert len(llm.cache.cache_state) == len(calls)
+        assert llm.save_state().scores.shape[0] == (min(llm.n_tokens, llm.n_batch) if keep else 1)
     assert replies[True] == replies[False]
     assert held[False] * 4 < held[True]

@@ -79,8 +79,13 @@ def test_the_embedded_model_uses_the_same_threads_for_prompt_and_generation(monk
     seen: dict[str, Any] = {}
 
     class FakeLlama:
+        _logits_all = False
+
         def __init__(self, **kwargs: Any) -> None:
             seen.update(kwargs)
+
+        def n_vocab(self) -> int:
+            return 8
 
     monkeypatch.setattr(llama_cpp, "Llama", FakeLlama)
     monkeypatch.setattr(local, "model_path", lambda name: tmp_path / "model.gguf")

