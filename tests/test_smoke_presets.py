@@ -122,6 +122,18 @@ def test_every_smoke_preset_is_offline_small_and_reaches_every_path(make_config,
     agentnet = yaml.safe_load((REPO / "conf" / "framework" / "agentnet.yaml").read_text())["params"]
     assert agentnet["split"] and proto["max_steps"] is not None and 3 <= proto["max_steps"] <= 8
     assert proto["maintain_every"] <= proto["limit"]  # at least one maintenance round per run
-    assert all(spec.get("max_output_tokens") for spec in raw["model"]["models"].values())
+    for spec in raw["model"]["models"].values():  # the caps that make a grid take minutes (docs/infra/speed.md)
+        assert spec.get("max_output_tokens") and spec["max_output_tokens"] <= 96
+        assert spec["options"]["n_ctx"] <= 1024
     text = yaml.safe_load((REPO / "conf" / "experiment" / f"{config}.yaml").read_text())
     assert "smoke" in str(text.get("experiment_name", ""))  # never mixes with the paper preset's results
+
+
+def test_sweeps_read_the_shared_data_as_make_does(tmp_path, monkeypatch):
+    """Run directly (not through make), the script still points the runs at ../shared/data, so they stay offline."""
+    script = load_script()
+    monkeypatch.delenv("AECG_DATA_ROOT", raising=False)
+    assert script.data_root_env(tmp_path) == {"AECG_DATA_ROOT": str(tmp_path.resolve())}
+    assert script.data_root_env(tmp_path / "missing") == {}
+    monkeypatch.setenv("AECG_DATA_ROOT", "/elsewhere")
+    assert script.data_root_env(tmp_path) == {}  # the user's setting wins

@@ -199,6 +199,14 @@ def report(exp: Experiment, configs: list[str], st: Stats, wall_s: float | None)
     return lines
 
 
+def data_root_env(shared: Path = ROOT.parent / "shared" / "data") -> dict[str, str]:
+    """The Makefile's data default (`../shared/data` when present), so the script run directly stays
+    offline as `make` does; an `AECG_DATA_ROOT` already set wins."""
+    if os.environ.get("AECG_DATA_ROOT") or not shared.is_dir():
+        return {}
+    return {"AECG_DATA_ROOT": str(shared.resolve())}
+
+
 def run_sweep(exp: Experiment, config: str, results_root: Path, jobs: int, extra: list[str]) -> float:
     """Run one smoke config to completion in its own process; returns its wall seconds."""
     cmd = [sys.executable, "-m", exp.entry, f"experiment={config}", f"runtime.results_root={results_root}"]
@@ -207,7 +215,7 @@ def run_sweep(exp: Experiment, config: str, results_root: Path, jobs: int, extra
         cmd += [f"hydra.launcher.n_jobs={jobs}", "runtime.progress=false"]
     print("$", " ".join(cmd), f"  [{load_average()}]", flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "AECG_JOBS": str(jobs)})
+    proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "AECG_JOBS": str(jobs), **data_root_env()})
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         print(f"  {config} exited with code {proc.returncode}; figures below count what it recorded")
