@@ -137,3 +137,14 @@ def test_sweeps_read_the_shared_data_as_make_does(tmp_path, monkeypatch):
     assert script.data_root_env(tmp_path / "missing") == {}
     monkeypatch.setenv("AECG_DATA_ROOT", "/elsewhere")
     assert script.data_root_env(tmp_path) == {}  # the user's setting wins
+
+
+def test_each_experiment_is_timed_on_its_own_fresh_cache(monkeypatch, capsys):
+    """Without --results-root each experiment gets its own root: Table 2 is not timed on Table 1's response cache."""
+    script = load_script()
+    roots: list = []
+    monkeypatch.setattr(script, "run_sweep", lambda exp, config, root, jobs, extra: roots.append(root) or 1.0)
+    monkeypatch.setattr(sys, "argv", ["smoke_presets.py", "--only", "table1,table2"])
+    assert script.main() == 0
+    assert len(roots) == 2 and roots[0] != roots[1] and roots[0].parent == roots[1].parent
+    assert "table1" in capsys.readouterr().out

@@ -10,8 +10,9 @@ what `make reproduce-table1` runs with no model configured) < 10 min, Table 2 < 
 mechanism tests (`aecg_rq*_smoke`, run by `aecg_bench.mechanisms`) < 15 min, EDV's tables and figures
 (every `edv_<name>` of `aecg_bench.analysis.edv_plan.EXPERIMENTS`, with the plan's own smoke overrides, as
 `make reproduce-edv` runs them) < 20 min. An experiment whose configs are not on this branch is
-listed as absent. A run starts in a fresh results root
-(so a fresh LLM cache) unless --results-root names one. Wall time is measured around the sweep
+listed as absent. Each experiment starts in a fresh results root of its own
+(so a fresh LLM cache) unless --results-root names one, which they then share as `make reproduce-*` run
+one after another would. Wall time is measured around the sweep
 process; with --from-results it is the span from the earliest run start to the latest run finish.
 Every figure is printed with the load average, because on a shared machine it means little without.
 
@@ -253,10 +254,13 @@ def main() -> int:
                 print(f"{exp.name}: no smoke config on this branch ({exp.pattern}.yaml)")
                 continue
             wall = None
+            # each experiment its own fresh root (and so its own response cache) unless one was named:
+            # Table 2's runs share calls with Table 1's and would otherwise be timed on Table 1's cache
+            exp_root = root / exp.name if tmp is not None else root
             if args.from_results is None:
-                wall = sum(run_sweep(exp, c, root, args.jobs, args.overrides) for c in configs)
+                wall = sum(run_sweep(exp, c, exp_root, args.jobs, args.overrides) for c in configs)
             names = (n for c in configs for n in result_names(c, args=smoke_args(exp, c)))
-            st = collect([root / n for n in dict.fromkeys(names)])
+            st = collect([exp_root / n for n in dict.fromkeys(names)])
             shown = configs + ([f"SLICE {' '.join(args.overrides)}"] if args.overrides else [])
             print("\n".join(report(exp, shown, st, wall)), f"\n  [{load_average()}]", flush=True)
     finally:
