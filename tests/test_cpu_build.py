@@ -33,13 +33,22 @@ def variant_dir(tmp_path: Path) -> Path:
 
 
 def test_cpu_flags_are_read_from_the_first_flags_line() -> None:
-    text = "processor\t: 0\nflags\t\t: fpu avx2 avx512f\nbugs\t\t: x\nprocessor\t: 1\nflags\t\t: other\n"
+    text = "vmx flags\t: ept\nprocessor\t: 0\nflags\t\t: fpu avx2 avx512f\nbugs\t\t: x\nflags\t\t: other\n"
     assert cpu_flags(text) == {"fpu", "avx2", "avx512f"}
     assert cpu_flags("no flags here") == set()
 
 
+def test_host_flags_come_from_proc_cpuinfo_and_none_when_unreadable(tmp_path: Path) -> None:
+    assert cpu_build.host_cpu_flags(tmp_path / "missing") == set()
+    (tmp_path / "cpuinfo").write_text("flags\t: fpu sse2\n")
+    assert cpu_build.host_cpu_flags(tmp_path / "cpuinfo") == {"fpu", "sse2"}
+    if platform.system() == "Linux" and platform.machine() == "x86_64":
+        assert {"fpu", "sse2"} <= cpu_build.host_cpu_flags()  # the real /proc/cpuinfo by default
+
+
 def test_the_variant_is_chosen_only_with_every_flag_it_uses(variant_dir: Path) -> None:
     assert variant_libs(ZEN4, variant_dir, {}) == variant_dir
+    assert variant_libs(set(VARIANT_NEEDS), variant_dir, {}) == variant_dir  # exactly the flags it uses
     assert variant_libs(ZEN3, variant_dir, {}) is None
     for flag in sorted(VARIANT_NEEDS):  # e.g. Skylake-X: AVX-512 without VNNI
         assert variant_libs(ZEN4 - {flag}, variant_dir, {}) is None, flag
@@ -49,6 +58,7 @@ def test_no_variant_libraries_or_a_users_choice_means_no_variant(variant_dir: Pa
     assert variant_libs(ZEN4, tmp_path / "absent", {}) is None
     assert variant_libs(ZEN4, variant_dir, {"AECG_LLAMA_BASELINE": "1"}) is None
     assert variant_libs(ZEN4, variant_dir, {"AECG_LLAMA_BASELINE": "0"}) == variant_dir
+    assert variant_libs(ZEN4, variant_dir, {"AECG_LLAMA_BASELINE": ""}) == variant_dir
     assert variant_libs(ZEN4, variant_dir, {"LLAMA_CPP_LIB_PATH": "/my/build"}) is None
 
 
@@ -62,6 +72,14 @@ def test_selection_points_both_library_overrides_at_the_variant(variant_dir: Pat
     select_llama_build(env, flags=ZEN3, variant_dir=variant_dir)
     assert env == {} and loaded_build(env, variant_dir) == BASELINE
     assert loaded_build({"LLAMA_CPP_LIB_PATH": "/my/build"}, variant_dir) == "/my/build"
+
+
+def test_selection_reads_this_cpus_flags_by_default(variant_dir: Path, monkeypatch) -> None:
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    monkeypatch.setattr(cpu_build, "host_cpu_flags", lambda: ZEN4)
+    env: dict[str, str] = {}
+    select_llama_build(env, variant_dir=variant_dir)
+    assert env["LLAMA_CPP_LIB_PATH"] == str(variant_dir)
 
 
 def test_selection_is_a_no_op_once_llama_cpp_is_loaded(variant_dir: Path, monkeypatch) -> None:

@@ -29,13 +29,17 @@ LIB_ENVS = ("LLAMA_CPP_LIB_PATH", "MTMD_CPP_LIB")  # llama-cpp-python's library 
 
 def cpu_flags(cpuinfo: str) -> set[str]:
     """The instruction-set flags of /proc/cpuinfo's first `flags` line."""
-    line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return set(value.split())
+    return set()
 
 
-def host_cpu_flags() -> set[str]:
+def host_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """This machine's CPU flags; none where they cannot be read (then only the baseline is chosen)."""
     try:
-        return cpu_flags(Path("/proc/cpuinfo").read_text())
+        return cpu_flags(cpuinfo.read_text())
     except OSError:
         return set()
 
