@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from aecg_bench.llm.cpu_build import host_cpu_flags
+from aecg_bench.llm.cpu_build import BASELINE, VARIANT, host_cpu_flags
 
 # llama.cpp's system-info names -> /proc/cpuinfo flag names (x86-64).
 _CPUINFO_FLAG = {
@@ -51,16 +51,14 @@ def _check_cpu_features() -> str:
     # In a child process: a runtime built for another CPU may die with SIGILL as it loads. The child
     # chooses its build as the harness does (llm/cpu_build.py: the AVX-512 VNNI variant where it runs).
     probe = (
-        "from aecg_bench.llm.cpu_build import llama_cpp_build; build = llama_cpp_build(); import llama_cpp; "
-        "print(build); print(llama_cpp.llama_print_system_info().decode(errors='replace'))"
+        "from aecg_bench.llm.cpu_build import llama_cpp_build; print(llama_cpp_build(), flush=True); "
+        "import llama_cpp; print(llama_cpp.llama_print_system_info().decode(errors='replace'))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    build, _, info = out.stdout.partition("\n")
     if out.returncode != 0:
         why = "Illegal instruction" if out.returncode == -4 else (out.stderr.strip().splitlines() or ["?"])[-1]
-        raise RuntimeError(
-            f"the embedded runtime does not load ({why}); rebuild it portably: rm -f .venv/.llama-cpp-portable && make setup"
-        )
-    build, _, info = out.stdout.partition("\n")
+        raise RuntimeError(f"the embedded runtime ({build or 'unknown'} build) does not load ({why}); {_advice(build)}")
     features = runtime_cpu_features(info)
     host = host_cpu_flags()
     missing = missing_host_features(features, host) if host else []
@@ -70,6 +68,16 @@ def _check_cpu_features() -> str:
             "rm -f .venv/.llama-cpp-portable && make setup"
         )
     return f"runtime ({build} build) uses " + (" ".join(features) or "no SIMD extensions")
+
+
+def _advice(build: str) -> str:
+    """What to do when a llama.cpp build does not load, by which build it was (llm/cpu_build.py)."""
+    rebuild = "rebuild it portably: rm -f .venv/.llama-cpp-portable && make setup"
+    if build == VARIANT:
+        return f"AECG_LLAMA_BASELINE=1 loads the portable build; or {rebuild}"
+    if build and build != BASELINE:
+        return "it is the LLAMA_CPP_LIB_PATH you set: unset it to load the installed builds"
+    return rebuild
 
 
 def _check_local_model() -> str:

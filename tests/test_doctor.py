@@ -39,3 +39,15 @@ def test_installed_runtime_has_no_avx512_or_amx_instructions() -> None:
         assert "%ymm" in asm, f"{lib.name}: no AVX2 code at all; was the baseline lowered?"
         bad = [ln for ln in asm.splitlines() if "%zmm" in ln or "tileload" in ln or "tdpb" in ln]
         assert not bad, f"{lib.name} holds AVX-512/AMX instructions, e.g. {bad[0].strip()}"
+
+
+def test_a_build_that_does_not_load_is_one_line_naming_the_build_and_what_to_do(monkeypatch) -> None:
+    import pytest
+
+    from aecg_bench import doctor
+
+    monkeypatch.setenv("LLAMA_CPP_LIB_PATH", "/no/such/build")
+    with pytest.raises(RuntimeError, match=r"\(/no/such/build build\) does not load .*unset it"):
+        doctor._check_cpu_features()
+    assert "AECG_LLAMA_BASELINE=1" in doctor._advice("avx512-vnni")
+    assert "make setup" in doctor._advice("x86-64-v3") and "make setup" in doctor._advice("")
