@@ -320,6 +320,9 @@ def action_from_completion(task: Task, completion: Completion) -> Action | None:
     if task.mode == "answer":
         text = completion.text.strip()
         return Action(kind="answer", text=text) if text else None
+    if task.reads_whole_reply:  # the benchmark reads its own answer format (Mind2Web: MindAct's "Answer: X")
+        text = completion.text.strip()
+        return Action(kind="command", text=text) if text else None
     command = parse_command(completion.text)
     return Action(kind="command", text=command) if command else None
 

@@ -1,9 +1,13 @@
 """Tool calling for models without native function calling (the embedded model, plain servers).
 
 The tools are described in a system message and the reply is constrained to
-one JSON object: `{"tool": <name or "none">, "arguments": {...}, "message": "..."}`.
-The client converts it back into `ToolCall`s, so frameworks see the same shape
-whatever the model.
+one JSON object: `{"calls": [{"tool": <name>, "arguments": {...}}, ...], "message": "..."}`.
+Several calls in one reply are one parallel step, as a native API returns them
+(MMTB's parallel missions and its Opt.Path need them); no call means the
+message is the reply. The client converts the calls back into `ToolCall`s
+(ids `call_0`, `call_1`, ...), so frameworks see the same shape whatever the
+model. The earlier one-call shape `{"tool": <name or "none">, "arguments": {...},
+"message": "..."}` is still read.
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aecg_bench.types import ToolCall
+from aecg_bench.types import UNPARSED_ARGUMENTS, ToolCall
 
-NO_TOOL = "none"
+NO_TOOL = "none"  # the one-call shape's "no call"
 
 
 def emulate(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -24,36 +28,57 @@ def emulate(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tupl
         fn = t["function"]
         lines.append(f"- {fn['name']}: {fn.get('description', '')} parameters: {json.dumps(fn.get('parameters', {}))}")
     lines.append(
-        'Reply with one JSON object: {"tool": <tool name, or "none" to answer in text>, '
-        '"arguments": {<arguments>}, "message": <text for the user when tool is "none">}.'
+        'Reply with one JSON object: {"calls": [<each call as {"tool": <tool name>, "arguments": {<arguments>}}; '
+        "several independent calls may go in one reply; none to answer in text>], "
+        '"message": <text for the user when there is no call>}.'
     )
     flat = [_flatten_tool_turn(m) for m in messages]
     if flat and flat[0].get("role") == "system":
         flat[0] = {**flat[0], "content": f"{flat[0]['content']}\n\n" + "\n".join(lines)}
     else:
         flat.insert(0, {"role": "system", "content": "\n".join(lines)})
+    call = {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": names}, "arguments": {"type": "object"}},
+        "required": ["tool", "arguments"],
+    }
     schema = {
         "type": "object",
-        "properties": {
-            "tool": {"type": "string", "enum": [*names, NO_TOOL]},
-            "arguments": {"type": "object"},
-            "message": {"type": "string"},
-        },
-        "required": ["tool", "arguments", "message"],
+        "properties": {"calls": {"type": "array", "items": call}, "message": {"type": "string"}},
+        "required": ["calls", "message"],
     }
     return flat, {"type": "json_schema", "json_schema": {"name": "tool_choice", "schema": schema}}
 
 
 def _flatten_tool_turn(msg: dict[str, Any]) -> dict[str, Any]:
-    """Tool-call and tool-result turns rewritten as plain text turns."""
+    """Tool-call and tool-result turns rewritten as plain text turns (a call turn in the reply's own shape)."""
     if msg.get("role") == "tool":
         return {"role": "user", "content": f"Tool result ({msg.get('name', 'tool')}): {msg.get('content', '')}"}
     if msg.get("role") == "assistant" and msg.get("tool_calls"):
         calls = [
-            {"tool": c["function"]["name"], "arguments": c["function"].get("arguments")} for c in msg["tool_calls"]
+            {"tool": c["function"]["name"], "arguments": _as_object(c["function"].get("arguments"))}
+            for c in msg["tool_calls"]
         ]
-        return {"role": "assistant", "content": json.dumps(calls[0] if len(calls) == 1 else calls)}
+        return {"role": "assistant", "content": json.dumps({"calls": calls, "message": msg.get("content") or ""})}
     return msg
+
+
+def _as_object(arguments: Any) -> Any:
+    """A call's arguments as JSON (chat turns carry them as a JSON string); other text stays text."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments as an object; text that is not one travels under `UNPARSED_ARGUMENTS`."""
+    parsed = _as_object(raw) if raw is not None else {}
+    if isinstance(parsed, dict):
+        return parsed
+    return {UNPARSED_ARGUMENTS: raw if isinstance(raw, str) else json.dumps(raw)}
 
 
 def parse(text: str) -> tuple[str, tuple[ToolCall, ...]]:
@@ -64,13 +89,14 @@ def parse(text: str) -> tuple[str, tuple[ToolCall, ...]]:
         return text, ()
     if not isinstance(obj, dict):
         return text, ()
-    tool = obj.get("tool")
-    if isinstance(tool, str) and tool != NO_TOOL:
-        args = obj.get("arguments")
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                args = {"_unparsed": args}
-        return "", (ToolCall(name=tool, arguments=args if isinstance(args, dict) else {}, id="call_0"),)
-    return str(obj.get("message", "")), ()
+    if isinstance(obj.get("calls"), list):
+        entries = [c for c in obj["calls"] if isinstance(c, dict) and isinstance(c.get("tool"), str)]
+    elif isinstance(obj.get("tool"), str) and obj["tool"] != NO_TOOL:  # the one-call shape
+        entries = [obj]
+    else:
+        entries = []
+    calls = tuple(
+        ToolCall(name=c["tool"], arguments=_arguments(c.get("arguments")), id=f"call_{i}")
+        for i, c in enumerate(entries)
+    )
+    return ("", calls) if calls else (str(obj.get("message", "")), ())

@@ -1,0 +1,128 @@
+"""Emulated tool calls (`llm/tool_emulation.py`, models with `native_tools: false`): several calls in one
+reply are one parallel step, one call reads exactly as before, and the arguments of a call reach the
+caller as `providers` hands native ones over (text that is no JSON object kept raw)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_llm_client import ScriptedProvider, _client
+
+from aecg_bench.llm import tool_emulation
+from aecg_bench.llm.providers import parse_arguments
+from aecg_bench.types import UNPARSED_ARGUMENTS, ToolCall
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}},
+]
+
+
+def test_one_call_reads_the_same_in_either_shape():
+    new = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": {"city": "Oslo"}}], "message": ""}')
+    old = tool_emulation.parse('{"tool": "get_weather", "arguments": {"city": "Oslo"}, "message": ""}')
+    assert new == old == ("", (ToolCall(name="get_weather", arguments={"city": "Oslo"}, id="call_0"),))
+
+
+def test_several_calls_in_one_reply_come_back_in_order():
+    reply = {
+        "calls": [
+            {"tool": "get_weather", "arguments": {"city": "Oslo"}},
+            {"tool": "get_time", "arguments": {}},
+            {"tool": "get_weather", "arguments": {"city": "Rome"}},
+        ],
+        "message": "",
+    }
+    text, calls = tool_emulation.parse(json.dumps(reply))
+    assert text == "" and [(c.name, c.arguments, c.id) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}, "call_0"),
+        ("get_time", {}, "call_1"),
+        ("get_weather", {"city": "Rome"}, "call_2"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ('{"calls": [], "message": "It is sunny."}', "It is sunny."),
+        ('{"tool": "none", "arguments": {}, "message": "It is sunny."}', "It is sunny."),
+        ('{"calls": [{"arguments": {}}], "message": "hi"}', "hi"),  # a call without a tool name is no call
+        ("not json", "not json"),
+        ("[1, 2]", "[1, 2]"),
+        ('{"message": 3}', "3"),
+    ],
+)
+def test_no_call_is_the_message_and_unreadable_text_stays_text(reply, message):
+    assert tool_emulation.parse(reply) == (message, ())
+
+
+def test_arguments_that_are_no_object_travel_raw():
+    _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": "city=Oslo"}], "message": ""}')
+    assert call.arguments == {UNPARSED_ARGUMENTS: "city=Oslo"}
+    _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}]}')
+    assert call.arguments == {"city": "Oslo"}  # an object sent as JSON text is read
+    _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": [1]}], "message": ""}')
+    assert call.arguments == {UNPARSED_ARGUMENTS: "[1]"}
+    _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather"}], "message": ""}')
+    assert call.arguments == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed"),
+    [
+        (None, {}),
+        ("", {}),
+        ('{"city": "Oslo"}', {"city": "Oslo"}),
+        ({"city": "Oslo"}, {"city": "Oslo"}),
+        ("city=Oslo", {UNPARSED_ARGUMENTS: "city=Oslo"}),
+        ('{"city": "Oslo"', {UNPARSED_ARGUMENTS: '{"city": "Oslo"'}),
+        ('["Oslo"]', {UNPARSED_ARGUMENTS: '["Oslo"]'}),
+        ("5", {UNPARSED_ARGUMENTS: "5"}),
+    ],
+)
+def test_native_arguments_are_an_object_or_their_raw_text(raw, parsed):
+    assert parse_arguments(raw) == parsed
+
+
+def test_the_request_offers_a_list_of_calls_and_shows_past_calls_in_that_shape():
+    history = [
+        {"role": "user", "content": "weather in Oslo and Rome?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+                {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "a", "name": "get_weather", "content": "5C"},
+        {"role": "tool", "tool_call_id": "b", "name": "get_weather", "content": "20C"},
+    ]
+    messages, fmt = tool_emulation.emulate(history, TOOLS)
+    schema = fmt["json_schema"]["schema"]
+    assert schema["required"] == ["calls", "message"] and schema["properties"]["calls"]["type"] == "array"
+    assert schema["properties"]["calls"]["items"]["properties"]["tool"]["enum"] == ["get_weather", "get_time"]
+    assert messages[0]["role"] == "system" and "several independent calls may go in one reply" in messages[0]["content"]
+    assert json.loads(messages[2]["content"]) == {
+        "calls": [
+            {"tool": "get_weather", "arguments": {"city": "Oslo"}},
+            {"tool": "get_weather", "arguments": {"city": "Rome"}},
+        ],
+        "message": "",
+    }
+    assert [m["content"] for m in messages[3:]] == ["Tool result (get_weather): 5C", "Tool result (get_weather): 20C"]
+    assert all(m["role"] in ("system", "user", "assistant") for m in messages)
+
+
+def test_the_client_turns_an_emulated_reply_into_parallel_tool_calls():
+    both = [{"tool": "get_weather", "arguments": {"city": c}} for c in ("Oslo", "Rome")]
+    provider = ScriptedProvider(text=json.dumps({"calls": both, "message": ""}))
+    client, _ = _client(provider, native_tools=False)
+    out = client.complete([{"role": "user", "content": "weather in Oslo and Rome?"}], tools=TOOLS)
+    assert [(c.name, c.arguments["city"], c.id) for c in out.tool_calls] == [
+        ("get_weather", "Oslo", "call_0"),
+        ("get_weather", "Rome", "call_1"),
+    ]
+    sent = provider.calls[0]
+    assert sent.tools is None and sent.params["response_format"]["json_schema"]["name"] == "tool_choice"
