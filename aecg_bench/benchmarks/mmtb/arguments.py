@@ -152,6 +152,16 @@ def call_score(pred_args: Any, gold_args: dict[str, Any], tool: dict[str, Any]) 
     return sum(scores) / len(scores)
 
 
+def _checked_score(pred_args: Any, gold_args: Any, tool: dict[str, Any]) -> float:
+    """`call_score`, with the failures a malformed schema or golden call causes (a property schema that is
+    no object, golden arguments that are no object, ...) made an `ArgumentCheckError`: the original's
+    `main2` catches every exception of the check and labels the mission an error."""
+    try:
+        return call_score(pred_args, gold_args, tool)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, ZeroDivisionError) as exc:
+        raise ArgumentCheckError(f"the check cannot read this call ({type(exc).__name__}: {exc})") from exc
+
+
 def mission_arguments_ok(
     answer_list: list[dict[str, Any]], calls: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> bool:
@@ -178,7 +188,7 @@ def mission_arguments_ok(
             for i, answer in enumerate(gold[name]):
                 if i in paired:
                     continue
-                s = call_score(call.get("arguments", {}), answer.get("arguments", {}), by_tool[name])
+                s = _checked_score(call.get("arguments", {}), answer.get("arguments", {}), by_tool[name])
                 if s > best:
                     best, best_id = s, i
             ok = ok and best >= THRESHOLD
