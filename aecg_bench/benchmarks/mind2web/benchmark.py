@@ -29,7 +29,6 @@ HINT = (
     "Reply with the letter of your choice. For an element also give the operation: "
     "'<letter> CLICK', '<letter> TYPE <text>' or '<letter> SELECT <option>'. Reply 'A' for None of the above."
 )
-OPERATIONS = ("CLICK", "SELECT", "TYPE")
 # MindAct's `postprocess_action_llm` (src/action_prediction/metric.py): the first "Answer: <A-F>" anywhere in
 # the reply, the first "Action: <op>" and the first line after "Value: ". Letters past F are read only when they
 # stand alone ("Answer: G", not "Answer: Great"): EDV's 11 choices need them, MindAct's groups of 5 did not.
@@ -99,7 +98,7 @@ class Mind2WebParams(Params):
 
 class Mind2WebBenchmark(Benchmark):
     name = "mind2web"
-    version = "1"
+    version = "2"  # 2: replies read as MindAct reads them, ids 0..n, the pinned hub commit
     Params = Mind2WebParams
 
     def __init__(self, params: dict | Params | None = None, *, data_dir: Path | None = None) -> None:

@@ -103,7 +103,7 @@ class MmtbParams(Params):
 
 class MmtbBenchmark(Benchmark):
     name = "mmtb"
-    version = "1"
+    version = "2"  # 2: tools sent as the original converts them, non-JSON arguments an error
     Params = MmtbParams
 
     def splits(self) -> list[str]:
