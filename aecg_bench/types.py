@@ -72,6 +72,7 @@ class Task:
     action_hint: str = ""  # how to phrase actions / answers, shown in prompts
     action_grammar: str = ""  # GBNF for one action; used only by models that accept grammars
     reads_whole_reply: bool = False  # steps mode: the environment parses the whole reply, not its first line
+    parallel_tool_calls: bool = False  # conversations: a step may hold several tool calls (emulated calls too)
     tools: tuple[ToolSpec, ...] = ()
     max_steps: int = 30
     metadata: dict[str, Any] = field(default_factory=dict)  # public only (difficulty, ...)

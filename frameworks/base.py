@@ -208,6 +208,7 @@ class Decider:
             role=req.llm_role,
             model=req.model or (self.ctx.model if req.llm_role == "agent" else None),
             tools=req.tools,
+            parallel_tool_calls=self.task.parallel_tool_calls,
             grammar=grammar,
             schema=req.schema,
             temperature=req.temperature,

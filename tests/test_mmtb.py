@@ -17,6 +17,7 @@ from aecg_bench.benchmarks.mmtb.graph import all_paths
 from aecg_bench.benchmarks.mmtb.metrics import accomplished_steps, multi_tool_kind, summary
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
+from aecg_bench.llm import tool_emulation
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import ProviderResult
 from aecg_bench.run import run_from_config
@@ -562,7 +563,7 @@ def emulated_policy(request, spec) -> str:
     """A model without native tool calls (the emulation's JSON replies): the parallel mission's two forecasts
     in one reply, then its answer; every other mission a plain message."""
     system = str(request.messages[0].get("content") or "")
-    assert not request.tools and "You can call these tools" in system  # the emulated request
+    assert not request.tools and tool_emulation.SEVERAL_CALLS in system  # emulated, offering a list of calls
     text = "\n".join(str(m.get("content") or "") for m in request.messages)
     tasks = [t for t in ENTRY_1["english_task"] if t in text]
     current = max(tasks, key=text.rfind) if tasks else ""

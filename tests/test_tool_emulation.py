@@ -1,6 +1,7 @@
-"""Emulated tool calls (`llm/tool_emulation.py`, models with `native_tools: false`): several calls in one
-reply are one parallel step, one call reads exactly as before, and the arguments of a call reach the
-caller as `providers` hands native ones over (text that is no JSON object kept raw)."""
+"""Emulated tool calls (`llm/tool_emulation.py`, models with `native_tools: false`): a task that allows
+parallel calls (`Task.parallel_tool_calls`, MMTB) is offered a list of calls per reply and gets them back in
+order; every other request is the one-call request it always was, and one call reads the same in either
+shape. Arguments that are no JSON travel raw, as `providers` hands native ones over."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_arguments_that_are_no_object_travel_raw():
     _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}]}')
     assert call.arguments == {"city": "Oslo"}  # an object sent as JSON text is read
     _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather", "arguments": [1]}], "message": ""}')
-    assert call.arguments == {UNPARSED_ARGUMENTS: "[1]"}
+    assert call.arguments == {}  # JSON, but no object: no arguments, as the one-call shape always read it
     _, (call,) = tool_emulation.parse('{"calls": [{"tool": "get_weather"}], "message": ""}')
     assert call.arguments == {}
 
@@ -99,7 +100,7 @@ def test_the_request_offers_a_list_of_calls_and_shows_past_calls_in_that_shape()
         {"role": "tool", "tool_call_id": "a", "name": "get_weather", "content": "5C"},
         {"role": "tool", "tool_call_id": "b", "name": "get_weather", "content": "20C"},
     ]
-    messages, fmt = tool_emulation.emulate(history, TOOLS)
+    messages, fmt = tool_emulation.emulate(history, TOOLS, parallel=True)
     schema = fmt["json_schema"]["schema"]
     assert schema["required"] == ["calls", "message"] and schema["properties"]["calls"]["type"] == "array"
     assert schema["properties"]["calls"]["items"]["properties"]["tool"]["enum"] == ["get_weather", "get_time"]
@@ -115,14 +116,45 @@ def test_the_request_offers_a_list_of_calls_and_shows_past_calls_in_that_shape()
     assert all(m["role"] in ("system", "user", "assistant") for m in messages)
 
 
+def test_without_parallel_calls_the_request_is_the_one_call_request_it_always_was():
+    history = [
+        {"role": "user", "content": "weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "a", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}],
+        },
+        {"role": "tool", "tool_call_id": "a", "name": "get_weather", "content": "5C"},
+    ]
+    messages, fmt = tool_emulation.emulate(history, TOOLS)
+    assert messages[0]["content"].endswith(
+        'Reply with one JSON object: {"tool": <tool name, or "none" to answer in text>, '
+        '"arguments": {<arguments>}, "message": <text for the user when tool is "none">}.'
+    )
+    assert fmt["json_schema"]["schema"] == {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string", "enum": ["get_weather", "get_time", "none"]},
+            "arguments": {"type": "object"},
+            "message": {"type": "string"},
+        },
+        "required": ["tool", "arguments", "message"],
+    }
+    assert messages[2]["content"] == json.dumps({"tool": "get_weather", "arguments": '{"city": "Oslo"}'})
+    assert messages[3] == {"role": "user", "content": "Tool result (get_weather): 5C"}
+
+
 def test_the_client_turns_an_emulated_reply_into_parallel_tool_calls():
     both = [{"tool": "get_weather", "arguments": {"city": c}} for c in ("Oslo", "Rome")]
     provider = ScriptedProvider(text=json.dumps({"calls": both, "message": ""}))
     client, _ = _client(provider, native_tools=False)
-    out = client.complete([{"role": "user", "content": "weather in Oslo and Rome?"}], tools=TOOLS)
+    question = [{"role": "user", "content": "weather in Oslo and Rome?"}]
+    out = client.complete(question, tools=TOOLS, parallel_tool_calls=True)
     assert [(c.name, c.arguments["city"], c.id) for c in out.tool_calls] == [
         ("get_weather", "Oslo", "call_0"),
         ("get_weather", "Rome", "call_1"),
     ]
     sent = provider.calls[0]
-    assert sent.tools is None and sent.params["response_format"]["json_schema"]["name"] == "tool_choice"
+    assert sent.tools is None and "calls" in sent.params["response_format"]["json_schema"]["schema"]["properties"]
+    client.complete(question, tools=TOOLS)  # a task without parallel calls: the one-call request
+    assert "tool" in provider.calls[1].params["response_format"]["json_schema"]["schema"]["properties"]

@@ -1,13 +1,14 @@
 """Tool calling for models without native function calling (the embedded model, plain servers).
 
 The tools are described in a system message and the reply is constrained to
-one JSON object: `{"calls": [{"tool": <name>, "arguments": {...}}, ...], "message": "..."}`.
-Several calls in one reply are one parallel step, as a native API returns them
-(MMTB's parallel missions and its Opt.Path need them); no call means the
-message is the reply. The client converts the calls back into `ToolCall`s
-(ids `call_0`, `call_1`, ...), so frameworks see the same shape whatever the
-model. The earlier one-call shape `{"tool": <name or "none">, "arguments": {...},
-"message": "..."}` is still read.
+one JSON object: `{"tool": <name or "none">, "arguments": {...}, "message": "..."}`,
+one call per reply. A task whose steps may hold several calls at once
+(`Task.parallel_tool_calls`: MMTB's parallel steps, which its Opt.Path needs)
+is offered a list instead, as a native API returns several calls:
+`{"calls": [{"tool": <name>, "arguments": {...}}, ...], "message": "..."}`, no
+call meaning the message is the reply. The client converts either back into
+`ToolCall`s (ids `call_0`, `call_1`, ...), so frameworks see the same shape
+whatever the model; either shape is read whichever was asked for.
 """
 
 from __future__ import annotations
@@ -18,48 +19,65 @@ from typing import Any
 from aecg_bench.types import UNPARSED_ARGUMENTS, ToolCall
 
 NO_TOOL = "none"  # the one-call shape's "no call"
+ONE_CALL = (
+    'Reply with one JSON object: {"tool": <tool name, or "none" to answer in text>, '
+    '"arguments": {<arguments>}, "message": <text for the user when tool is "none">}.'
+)
+SEVERAL_CALLS = (
+    'Reply with one JSON object: {"calls": [<each call as {"tool": <tool name>, "arguments": {<arguments>}}; '
+    "several independent calls may go in one reply; none to answer in text>], "
+    '"message": <text for the user when there is no call>}.'
+)
 
 
-def emulate(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Messages with a tool description prepended, and the response format to impose."""
+def emulate(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], parallel: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Messages with a tool description prepended, and the response format to impose; `parallel`
+    offers a list of calls per reply instead of one call."""
     names = [t["function"]["name"] for t in tools]
     lines = ["You can call these tools:"]
     for t in tools:
         fn = t["function"]
         lines.append(f"- {fn['name']}: {fn.get('description', '')} parameters: {json.dumps(fn.get('parameters', {}))}")
-    lines.append(
-        'Reply with one JSON object: {"calls": [<each call as {"tool": <tool name>, "arguments": {<arguments>}}; '
-        "several independent calls may go in one reply; none to answer in text>], "
-        '"message": <text for the user when there is no call>}.'
-    )
-    flat = [_flatten_tool_turn(m) for m in messages]
+    lines.append(SEVERAL_CALLS if parallel else ONE_CALL)
+    flat = [_flatten_tool_turn(m, parallel) for m in messages]
     if flat and flat[0].get("role") == "system":
         flat[0] = {**flat[0], "content": f"{flat[0]['content']}\n\n" + "\n".join(lines)}
     else:
         flat.insert(0, {"role": "system", "content": "\n".join(lines)})
-    call = {
-        "type": "object",
-        "properties": {"tool": {"type": "string", "enum": names}, "arguments": {"type": "object"}},
-        "required": ["tool", "arguments"],
-    }
-    schema = {
-        "type": "object",
-        "properties": {"calls": {"type": "array", "items": call}, "message": {"type": "string"}},
-        "required": ["calls", "message"],
-    }
+    if parallel:
+        call = {
+            "type": "object",
+            "properties": {"tool": {"type": "string", "enum": names}, "arguments": {"type": "object"}},
+            "required": ["tool", "arguments"],
+        }
+        properties: dict[str, Any] = {"calls": {"type": "array", "items": call}, "message": {"type": "string"}}
+    else:
+        properties = {
+            "tool": {"type": "string", "enum": [*names, NO_TOOL]},
+            "arguments": {"type": "object"},
+            "message": {"type": "string"},
+        }
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
     return flat, {"type": "json_schema", "json_schema": {"name": "tool_choice", "schema": schema}}
 
 
-def _flatten_tool_turn(msg: dict[str, Any]) -> dict[str, Any]:
-    """Tool-call and tool-result turns rewritten as plain text turns (a call turn in the reply's own shape)."""
+def _flatten_tool_turn(msg: dict[str, Any], parallel: bool = False) -> dict[str, Any]:
+    """Tool-call and tool-result turns rewritten as plain text turns (a call turn in the reply's shape)."""
     if msg.get("role") == "tool":
         return {"role": "user", "content": f"Tool result ({msg.get('name', 'tool')}): {msg.get('content', '')}"}
     if msg.get("role") == "assistant" and msg.get("tool_calls"):
+        if parallel:
+            listed = [
+                {"tool": c["function"]["name"], "arguments": _as_object(c["function"].get("arguments"))}
+                for c in msg["tool_calls"]
+            ]
+            return {"role": "assistant", "content": json.dumps({"calls": listed, "message": msg.get("content") or ""})}
         calls = [
-            {"tool": c["function"]["name"], "arguments": _as_object(c["function"].get("arguments"))}
-            for c in msg["tool_calls"]
+            {"tool": c["function"]["name"], "arguments": c["function"].get("arguments")} for c in msg["tool_calls"]
         ]
-        return {"role": "assistant", "content": json.dumps({"calls": calls, "message": msg.get("content") or ""})}
+        return {"role": "assistant", "content": json.dumps(calls[0] if len(calls) == 1 else calls)}
     return msg
 
 
@@ -74,11 +92,14 @@ def _as_object(arguments: Any) -> Any:
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
-    """A call's arguments as an object; text that is not one travels under `UNPARSED_ARGUMENTS`."""
-    parsed = _as_object(raw) if raw is not None else {}
-    if isinstance(parsed, dict):
-        return parsed
-    return {UNPARSED_ARGUMENTS: raw if isinstance(raw, str) else json.dumps(raw)}
+    """A call's arguments as an object: text that is no JSON travels under `UNPARSED_ARGUMENTS`,
+    anything else that is no object is no arguments."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return {UNPARSED_ARGUMENTS: raw}
+    return raw if isinstance(raw, dict) else {}
 
 
 def parse(text: str) -> tuple[str, tuple[ToolCall, ...]]:

@@ -153,6 +153,7 @@ class MmtbBenchmark(Benchmark):
                 task_type=TYPE_CODES.get(code, code),
                 action_hint=HINT,
                 tools=specs,
+                parallel_tool_calls=True,  # a golden step may be several calls at once (Opt.Path)
                 max_steps=len(answer_list) + 1,
                 metadata={
                     "entry": iid,
