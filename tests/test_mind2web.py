@@ -133,6 +133,9 @@ def test_operation_f1_is_mindact_token_set_f1():
     assert operation_f1("TYPE New", "TYPE New York") == pytest.approx(2 * 1 * (2 / 3) / (1 + 2 / 3))
     assert operation_f1(" ", "") == 1.0
     assert target_operation("CLICK", "ignored") == "CLICK" and target_operation("SELECT", "Queen") == "SELECT Queen"
+    # MindAct's target text read back by postprocess_action: the value's first line; an unknown op reads as none
+    assert target_operation("TYPE", " New York \nNY 10001\nUSA") == "TYPE New York"
+    assert target_operation("HOVER", "menu\nmore") == "menu" and target_operation("TYPE", "") == "TYPE"
 
 
 def test_step_and_task_scores_follow_mindact():
@@ -166,6 +169,9 @@ def test_candidates_render_like_mindact_in_page_order():
     ]
     short = dom.describe_candidates(PAGE, ["10"], n_tokens=3, keep_html_brackets=False)
     assert short == [("10", "(button id=0 search")]
+    words = " ".join(f"w{i}" for i in range(30))
+    (long,) = dom.describe_candidates(f'<html><p backend_node_id="5"><text>{words}</text></p></html>', ["5"])
+    assert long[1] == "<p id=0>" + " ".join(f"w{i}" for i in range(19))  # EDV's 20 tokens by default
 
 
 def test_samples_keep_the_top_k_and_describe_them(bench):

@@ -133,7 +133,7 @@ M2W_CASES: list[tuple[str, str, Any]] = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def m2w_steps() -> dict[str, dict[str, Any]]:
     """Each step as the benchmark builds it (choices rendered from the page, label, positives)."""
     from aecg_bench.benchmarks.mind2web import dom

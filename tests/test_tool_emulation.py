@@ -158,3 +158,29 @@ def test_the_client_turns_an_emulated_reply_into_parallel_tool_calls():
     assert sent.tools is None and "calls" in sent.params["response_format"]["json_schema"]["schema"]["properties"]
     client.complete(question, tools=TOOLS)  # a task without parallel calls: the one-call request
     assert "tool" in provider.calls[1].params["response_format"]["json_schema"]["schema"]["properties"]
+
+
+def test_the_tools_are_described_in_the_system_turn():
+    tools = [
+        {"type": "function", "function": {"name": "a", "description": "does a", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "b"}},  # no description, no parameters
+    ]
+    lines = [
+        "You can call these tools:",
+        '- a: does a parameters: {"type": "object"}',
+        "- b:  parameters: {}",
+    ]
+    fresh, _ = tool_emulation.emulate([{"role": "user", "content": "hi"}], tools, parallel=True)
+    assert fresh == [
+        {"role": "system", "content": "\n".join([*lines, tool_emulation.SEVERAL_CALLS])},
+        {"role": "user", "content": "hi"},
+    ]
+    merged, _ = tool_emulation.emulate(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}], tools
+    )
+    assert merged[0] == {"role": "system", "content": "Be brief.\n\n" + "\n".join([*lines, tool_emulation.ONE_CALL])}
+    assert merged[1:] == [{"role": "user", "content": "hi"}]
+    after_user, _ = tool_emulation.emulate(
+        [{"role": "user", "content": "x"}, {"role": "system", "content": "s"}], tools
+    )
+    assert after_user[0]["role"] == "system" and after_user[1] == {"role": "user", "content": "x"}
