@@ -52,6 +52,8 @@ def test_several_calls_in_one_reply_come_back_in_order():
         ("not json", "not json"),
         ("[1, 2]", "[1, 2]"),
         ('{"message": 3}', "3"),
+        ('{"calls": []}', ""),
+        ('{"tool": "none"}', ""),
     ],
 )
 def test_no_call_is_the_message_and_unreadable_text_stays_text(reply, message):
@@ -80,6 +82,7 @@ def test_arguments_that_are_no_object_travel_raw():
         ('{"city": "Oslo"', {UNPARSED_ARGUMENTS: '{"city": "Oslo"'}),
         ('["Oslo"]', {UNPARSED_ARGUMENTS: '["Oslo"]'}),
         ("5", {UNPARSED_ARGUMENTS: "5"}),
+        ([1, 2], {UNPARSED_ARGUMENTS: "[1, 2]"}),  # not text, not an object
     ],
 )
 def test_native_arguments_are_an_object_or_their_raw_text(raw, parsed):
@@ -140,8 +143,39 @@ def test_without_parallel_calls_the_request_is_the_one_call_request_it_always_wa
         },
         "required": ["tool", "arguments", "message"],
     }
-    assert messages[2]["content"] == json.dumps({"tool": "get_weather", "arguments": '{"city": "Oslo"}'})
+    assert messages[2] == {
+        "role": "assistant",
+        "content": json.dumps({"tool": "get_weather", "arguments": '{"city": "Oslo"}'}),
+    }
     assert messages[3] == {"role": "user", "content": "Tool result (get_weather): 5C"}
+    two = {**history[1], "tool_calls": history[1]["tool_calls"] * 2}
+    assert (
+        json.loads(tool_emulation.emulate([two], TOOLS)[0][1]["content"])
+        == [{"tool": "get_weather", "arguments": '{"city": "Oslo"}'}] * 2
+    )
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_tool_result_turn_is_a_user_turn_naming_the_tool(parallel):
+    turns = [{"role": "tool", "tool_call_id": "a"}, {"role": "tool", "name": "get_time", "content": "noon"}]
+    messages, _ = tool_emulation.emulate(turns, TOOLS, parallel=parallel)
+    assert messages[1:] == [
+        {"role": "user", "content": "Tool result (tool): "},
+        {"role": "user", "content": "Tool result (get_time): noon"},
+    ]
+
+
+def test_a_past_parallel_turn_keeps_its_text_beside_its_calls():
+    turn = {
+        "role": "assistant",
+        "content": "Checking both.",
+        "tool_calls": [{"id": "a", "function": {"name": "get_time", "arguments": "not json"}}],
+    }
+    messages, _ = tool_emulation.emulate([turn], TOOLS, parallel=True)
+    assert messages[1] == {
+        "role": "assistant",
+        "content": json.dumps({"calls": [{"tool": "get_time", "arguments": "not json"}], "message": "Checking both."}),
+    }
 
 
 def test_the_client_turns_an_emulated_reply_into_parallel_tool_calls():

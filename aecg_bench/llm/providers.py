@@ -176,11 +176,11 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {}
     if isinstance(raw, dict):
         return dict(raw)
-    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    text = raw if isinstance(raw, str) else str(raw)
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError:
-        parsed = None
+        return {UNPARSED_ARGUMENTS: text}
     return parsed if isinstance(parsed, dict) else {UNPARSED_ARGUMENTS: text}
 
 

@@ -63,7 +63,7 @@ def emulate(
     return flat, {"type": "json_schema", "json_schema": {"name": "tool_choice", "schema": schema}}
 
 
-def _flatten_tool_turn(msg: dict[str, Any], parallel: bool = False) -> dict[str, Any]:
+def _flatten_tool_turn(msg: dict[str, Any], parallel: bool) -> dict[str, Any]:
     """Tool-call and tool-result turns rewritten as plain text turns (a call turn in the reply's shape)."""
     if msg.get("role") == "tool":
         return {"role": "user", "content": f"Tool result ({msg.get('name', 'tool')}): {msg.get('content', '')}"}
