@@ -408,3 +408,10 @@ def test_a_schema_the_check_cannot_read_is_an_error_of_the_mission_not_a_crash()
     bare = {"type": "function", "function": {"name": "f"}}
     with pytest.raises(ArgumentCheckError, match="tool f has no parameters"):
         mission_arguments_ok(gold, [{"name": "f", "arguments": {"a": "1"}}], [bare])
+
+
+def test_raw_argument_text_is_read_as_json_first():
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    with pytest.raises(ArgumentCheckError, match="arguments are not JSON: 'city=Paris'"):
+        call_score({"_unparsed": "city=Paris"}, {}, tool)
+    assert call_score({"_unparsed": "{}"}, {}, tool) == 1.0  # JSON after all: read as the original reads it

@@ -245,11 +245,21 @@ TOOLS = [
     ),
     _tool("set_unit", {"unit": {"type": "string|null", "description": "temperature unit"}}, ["unit"]),
     _tool("ping", None),
+    {"type": "function", "function": {"name": "noop", "description": "-", "parameters": {"type": "object"}}},
+    _tool(
+        "annotate",
+        {
+            "note": {"type": "object", "properties": {"text": {"type": "string|null"}}, "description": "note"},
+            "labels": {"type": "array", "items": {"type": "string|null"}, "description": "labels"},
+        },
+        ["note"],
+    ),
     _tool(
         "misc",  # every type the original's handles rename, and keys they drop
         {
             "rows": {"type": "list of dictionaries", "description": "rows", "minItems": 1},
-            "uid": {"type": "UUID", "description": "id", "format": "uuid"},
+            "uid": {"format": "uuid", "type": "UUID", "description": "id"},  # a dropped key first
+            "kind": {"type": "enumeration"},  # names an enum but holds none
             "blob": {"type": "complex_string", "example_value": "x"},
             "mode": {"type": 'enum["fast", "slow"]', "description": "mode"},
             "level": {"type": "enum[1, 2]"},
@@ -331,6 +341,10 @@ MISSIONS: dict[str, tuple[str, list[dict[str, Any]]]] = {  # name -> (type code,
     ),
     "alternatives": ("单", [_node(0, "set_unit", {"unit": "Celsius"}, "ok", []), _answer(1, [0])]),
     "ping": ("单", [_node(0, "ping", {}, "pong", []), _answer(1, [0])]),
+    "nested": (
+        "单",
+        [_node(0, "annotate", {"note": {"text": "hello world"}, "labels": ["alpha"]}, "ok", []), _answer(1, [0])],
+    ),
 }
 
 _ids = iter(range(10**6))
@@ -478,6 +492,13 @@ MMTB_CASES: list[tuple[str, list, Any]] = [
     ("alternatives", [calls(call("set_unit", {"unit": "celsius"})), say("ok")], None),
     ("alternatives", [calls(call("set_unit", {"unit": "Celsius degrees"})), say("ok")], None),  # 'string|null'
     ("ping", [calls(call("ping", {})), say("pong")], None),  # no parameters: the original's check raises
+    # 'string|null' inside an object and in an array's items: checked as 'string' (ROUGE-L), as the original
+    (
+        "nested",
+        [calls(call("annotate", {"note": {"text": "hello there world"}, "labels": ["alpha"]})), say("ok")],
+        None,
+    ),
+    ("nested", [calls(call("annotate", {"note": {"text": "hello world"}, "labels": ["alpha beta"]})), say("ok")], None),
     # emulated tool calls (models without native function calling): the same scores as native calls
     (
         "parallel",
@@ -652,6 +673,18 @@ def test_tools_are_sent_as_the_originals_handles_send_them():
     assert sent["convert"]["parameters"]["properties"]["amount"]["type"] == "number"  # float -> number
     assert sent["book_table"]["parameters"]["properties"]["people"]["type"] == "integer"
     assert sent["set_unit"]["parameters"]["properties"]["unit"]["type"] == "string"
+    assert sent["noop"]["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_the_check_reads_the_types_the_originals_sending_left_behind():
+    from aecg_bench.benchmarks.mmtb.schemas import checked
+
+    annotate = next(t for t in TOOLS if t["function"]["name"] == "annotate")
+    before = json.dumps(annotate)
+    props = checked(annotate)["function"]["parameters"]["properties"]
+    assert props["note"]["properties"]["text"]["type"] == "string" and props["labels"]["items"]["type"] == "string"
+    assert props["note"]["description"] == "note"  # nothing else changes
+    assert json.dumps(annotate) == before  # the entry's own list is left as it was
 
 
 def test_a_type_the_original_cannot_send_is_sent_unchanged():

@@ -61,8 +61,8 @@ def parse_answer(text: str) -> tuple[str | None, str]:
     answer = _ANSWER.search(text)
     if answer:
         return answer.group(1), _operation(text)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    m = _ONE_LINE.fullmatch(first)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    m = _ONE_LINE.fullmatch(lines[0]) if lines else None
     if not m:
         return None, " "
     if m.group(2) is None:  # a bare letter: MindAct's Action:/Value: lines may follow (its fine-tuned form)

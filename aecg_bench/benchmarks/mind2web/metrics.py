@@ -36,7 +36,7 @@ def target_operation(op: str, value: str) -> str:
     `Action: <op>`, then `Value: <value>` unless a CLICK) goes through `postprocess_action`, which keeps the
     value's first line only; an op outside CLICK/SELECT/TYPE reads as none."""
     action = op if op in ("CLICK", "SELECT", "TYPE") else ""
-    first_line = "" if op == "CLICK" else value.split("\n", 1)[0].strip()
+    first_line = "" if op == "CLICK" else value.partition("\n")[0].strip()
     return f"{action} {first_line}".strip()
 
 

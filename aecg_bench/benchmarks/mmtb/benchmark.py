@@ -15,7 +15,6 @@ numbers and EDV Table 3's summary.
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 from datetime import datetime
@@ -27,7 +26,7 @@ from aecg_bench.benchmarks.mmtb import data
 from aecg_bench.benchmarks.mmtb.arguments import ArgumentCheckError, mission_arguments_ok
 from aecg_bench.benchmarks.mmtb.graph import Walk
 from aecg_bench.benchmarks.mmtb.metrics import MULTI_KINDS, TYPE_CODES, accomplished_steps, multi_tool_kind
-from aecg_bench.benchmarks.mmtb.schemas import EMPTY_PARAMETERS, checked, uniform
+from aecg_bench.benchmarks.mmtb.schemas import checked, empty_parameters, uniform
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
 from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action, Observation, Sample, Score, Task, ToolSpec
@@ -179,7 +178,7 @@ class MmtbBenchmark(Benchmark):
 
 def _tool_spec(function: dict[str, Any]) -> ToolSpec:
     """A tool as the original's API handles send it (`schemas.uniform`); no parameters means an empty object."""
-    parameters = function.get("parameters") or copy.deepcopy(EMPTY_PARAMETERS)
+    parameters = function.get("parameters") or empty_parameters()
     return ToolSpec(function["name"], function.get("description", ""), parameters)
 
 

@@ -32,11 +32,15 @@ _RENAMED = {
     "String": "string",
     "UUID": "string",
 }
-EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def empty_parameters() -> dict[str, Any]:
+    """The schema of a tool without parameters (a new dict each time: callers keep it)."""
+    return {"type": "object", "properties": {}}
 
 
 def _first_alternative(kind: Any) -> Any:
-    return kind.split("|")[0] if isinstance(kind, str) and "|" in kind else kind
+    return kind.split("|")[0] if isinstance(kind, str) else kind
 
 
 def _standard_type(kind: Any, out: dict[str, Any]) -> Any:
@@ -82,7 +86,7 @@ def uniform(tool: Any) -> Any:
     for key, value in tool.items():
         if key == "parameters":
             has_properties = isinstance(value, dict) and "properties" in value
-            out[key] = uniform(value) if has_properties else copy.deepcopy(EMPTY_PARAMETERS)
+            out[key] = uniform(value) if has_properties else empty_parameters()
         elif key == "properties" and isinstance(value, dict):
             out[key] = {name: _property(sub) for name, sub in value.items()}
         elif key == "function":
@@ -107,7 +111,7 @@ def checked(tool: dict[str, Any]) -> dict[str, Any]:
     """The tool as the original's argument check reads it: unchanged but for `a|b` types cut to `a`
     (the in-place edit `properties_filter` leaves behind in the entry's tool list)."""
     out = copy.deepcopy(tool)
-    parameters = out.get("function", {}).get("parameters")
+    parameters = out["function"].get("parameters")
     if isinstance(parameters, dict) and isinstance(parameters.get("properties"), dict):
         for schema in parameters["properties"].values():
             _reduce_alternatives(schema)
