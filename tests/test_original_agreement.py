@@ -15,7 +15,7 @@ from typing import Any
 import original_mindact
 import original_mmtb
 import pytest
-from test_mmtb import lcs_f1
+from test_mmtb import ANSWER, ASK, lcs_f1, node
 
 from aecg_bench.benchmarks.mind2web.benchmark import Mind2WebEnv
 from aecg_bench.benchmarks.mind2web.files import REVISION
@@ -272,17 +272,7 @@ TOOLS = [
         ["rows"],
     ),
 ]
-ASK, ANSWER = "ask_user_for_required_parameters", "prepare_to_answer"
-
-
-def _node(idx: int, name: str, args: dict, obs: Any, deps: list[int], **extra: Any) -> dict[str, Any]:
-    return {
-        "idx": idx,
-        "action": {"name": name, "arguments": args},
-        "observation": obs,
-        "dependency_list": deps,
-        **extra,
-    }
+_node = node
 
 
 def _answer(idx: int, deps: list[int]) -> dict[str, Any]:
