@@ -669,7 +669,14 @@ def test_tools_are_sent_as_the_originals_handles_send_them():
 def test_the_check_reads_the_types_the_originals_sending_left_behind():
     from aecg_bench.benchmarks.mmtb.schemas import checked
 
-    annotate = next(t for t in TOOLS if t["function"]["name"] == "annotate")
+    annotate = _tool(  # its own dicts: TOOLS would show an earlier test's edit as the state before
+        "annotate",
+        {
+            "note": {"type": "object", "properties": {"text": {"type": "string|null"}}, "description": "note"},
+            "labels": {"type": "array", "items": {"type": "string|null"}, "description": "labels"},
+        },
+        ["note"],
+    )
     before = json.dumps(annotate)
     props = checked(annotate)["function"]["parameters"]["properties"]
     assert props["note"]["properties"]["text"]["type"] == "string" and props["labels"]["items"]["type"] == "string"

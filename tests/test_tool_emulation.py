@@ -104,9 +104,25 @@ def test_the_request_offers_a_list_of_calls_and_shows_past_calls_in_that_shape()
         {"role": "tool", "tool_call_id": "b", "name": "get_weather", "content": "20C"},
     ]
     messages, fmt = tool_emulation.emulate(history, TOOLS, parallel=True)
-    schema = fmt["json_schema"]["schema"]
-    assert schema["required"] == ["calls", "message"] and schema["properties"]["calls"]["type"] == "array"
-    assert schema["properties"]["calls"]["items"]["properties"]["tool"]["enum"] == ["get_weather", "get_time"]
+    call = {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string", "enum": ["get_weather", "get_time"]},
+            "arguments": {"type": "object"},
+        },
+        "required": ["tool", "arguments"],
+    }
+    assert fmt == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "tool_choice",
+            "schema": {
+                "type": "object",
+                "properties": {"calls": {"type": "array", "items": call}, "message": {"type": "string"}},
+                "required": ["calls", "message"],
+            },
+        },
+    }
     assert messages[0]["role"] == "system" and "several independent calls may go in one reply" in messages[0]["content"]
     assert json.loads(messages[2]["content"]) == {
         "calls": [
@@ -134,14 +150,20 @@ def test_without_parallel_calls_the_request_is_the_one_call_request_it_always_wa
         'Reply with one JSON object: {"tool": <tool name, or "none" to answer in text>, '
         '"arguments": {<arguments>}, "message": <text for the user when tool is "none">}.'
     )
-    assert fmt["json_schema"]["schema"] == {
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string", "enum": ["get_weather", "get_time", "none"]},
-            "arguments": {"type": "object"},
-            "message": {"type": "string"},
+    assert fmt == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "tool_choice",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "enum": ["get_weather", "get_time", "none"]},
+                    "arguments": {"type": "object"},
+                    "message": {"type": "string"},
+                },
+                "required": ["tool", "arguments", "message"],
+            },
         },
-        "required": ["tool", "arguments", "message"],
     }
     assert messages[2] == {
         "role": "assistant",

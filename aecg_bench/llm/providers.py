@@ -176,7 +176,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {}
     if isinstance(raw, dict):
         return dict(raw)
-    text = raw if isinstance(raw, str) else str(raw)
+    text = str(raw)
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError:
