@@ -146,10 +146,18 @@ def test_table1_shows_cis_and_a_paired_test_per_cell_and_checks_the_claims(tmp_p
     shown = readable_cells(table)
     assert {"95% CI", "Δ (paired)", "p", "paper", "ours − paper"} <= set(shown.columns)
 
-    claims = aecg_claims(table.summary, load_reference("aecg_table1_margins")).set_index(["framework", "quantity"])
+    df = load(root / "aecg_table1")
+    claims = aecg_claims(table.summary, load_reference("aecg_table1_margins"), df, n_boot=200)
+    claims = claims.set_index(["framework", "quantity"])
     assert claims.loc[("all", "settings"), "ours"] == 4 and claims.loc[("all", "settings"), "paper"] == 12
-    assert claims.loc[("all", "aecg_best_settings"), "ours"] == 3
-    assert claims.loc[("all", "aecg_best_settings"), "paper"] == 11
+    # AECG leads in 3 settings by 8 of 40 pairs (p < 0.01): decided. On MacNet-PDDL ConMem leads by 4
+    # pairs (p ~ 0.1): undecided, so 3 of 4 settings could still reach the paper's 11/12 share
+    best = claims.loc[("all", "aecg_best_settings")]
+    assert (best["ours"], best["ci_low"], best["ci_high"], best["paper"]) == (3, 3, 4, 11)
+    assert best["verdict"] == "undecided" and "undecided: MacNet/PDDL" in best["claim"]
+    assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "verdict"] == "undecided"
+    assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "verdict"] == "holds"
+    assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "ci_low"] > 0
     assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "ours"] == pytest.approx(10.0)
     assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "paper"] == pytest.approx(2.56)
     assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "ours"] == pytest.approx(40.0)
