@@ -151,7 +151,13 @@ EDV_MEMORY = {  # table row -> (memory label, memory name), as conf/arm/ writes 
     **{f"rb_b{i}": ("reasoningbank_build_then_freeze", "reasoningbank") for i in (1, 2, 3)},
     "rb_contaminated_b3": ("reasoningbank_contaminated_build_then_freeze", "reasoningbank_contaminated"),
 }
-MIND2WEB = {"element_acc": 0.5, "action_f1": 0.6, "step_success": 0.4, "upper_bound_step": 0.7, "upper_bound_task": 0.25}
+MIND2WEB = {
+    "element_acc": 0.5,
+    "action_f1": 0.6,
+    "step_success": 0.4,
+    "upper_bound_step": 0.7,
+    "upper_bound_task": 0.25,
+}
 
 
 def write_edv_run(

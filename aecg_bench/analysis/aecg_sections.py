@@ -61,7 +61,9 @@ def claims_part(claims: pd.DataFrame, table: PaperTable) -> Claims:
     shown = readable_claims(claims, smoke=table.smoke)
     items = tuple(
         Claim(
-            statement=f"{row['Framework']}: {row['Claim']}" if row["Framework"] != "all" else row["Claim"],
+            statement=row["Claim"]
+            if row["Framework"] == "all" or row["Claim"].startswith(row["Framework"])
+            else f"{row['Framework']}: {row['Claim']}",
             ours=row["ours"],
             ci=row["95% CI / range"],
             p=row["p"],

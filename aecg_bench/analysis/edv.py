@@ -267,8 +267,8 @@ def mind2web_table(df: pd.DataFrame, ref: pd.DataFrame, *, n_boot: int = 1000) -
     parts, tests = [], []
     for metric, column in TABLE2_METRICS.items():
         bound = cells(df, ["benchmark"], metric=TABLE2_BOUNDS[metric], n_boot=n_boot)
-        if not bound.empty:
-            parts.append(bound.assign(metric=metric, row=UPPER_BOUND))
+        if not bound.empty:  # pooled over every run of the test set, so no one run's sample count applies
+            parts.append(bound.assign(metric=metric, row=UPPER_BOUND, complete=True, flag=""))
         s = cells(df, ["benchmark", "row"], metric=column, n_boot=n_boot)
         if not s.empty:
             parts.append(s.assign(metric=metric))

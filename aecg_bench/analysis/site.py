@@ -222,7 +222,9 @@ def overview(sections: list[Section]) -> dict[str, Any]:
     runs: dict[tuple[str, str, str], Facts] = {}
     for _, facts in _parts(sections, Facts):
         items = facts.items
-        runs.setdefault((items.get("experiment", ""), items.get("model assignment", ""), items.get("preset", "")), facts)
+        runs.setdefault(
+            (items.get("experiment", ""), items.get("model assignment", ""), items.get("preset", "")), facts
+        )
     rows = [
         {
             "experiment": f.items.get("experiment", ""),
@@ -308,7 +310,12 @@ def render_markdown(sections: list[Section], *, generated: str) -> str:
                 lines += ["", part.note] if part.note else []
                 lines.append("")
             elif isinstance(part, Claims):
-                lines += [f"**{part.title}**", "", claims_frame(part).to_markdown(index=False), ""]
+                lines += [
+                    f"**{part.title}**",
+                    "",
+                    claims_frame(part).to_markdown(index=False, disable_numparse=True),
+                    "",
+                ]
             elif isinstance(part, Figure):
                 lines += [f"![{part.title}](figures/{part.png.name})", "", f"*{part.title}.* {part.caption}", ""]
             elif isinstance(part, Text):
