@@ -43,9 +43,10 @@ def write(
     extra: dict[str, pd.DataFrame] | None = None,
     *,
     preset: str = "paper",
+    suffix: str = "",
 ) -> Path:
-    """One table's markdown and CSVs (numbers, each row marked with its preset); outside the paper
-    preset the title says so and the ours − paper column is dropped."""
+    """One table's markdown and CSVs (numbers, each row marked with its experiment folder and
+    preset); outside the paper preset the title says so and the ours − paper column is dropped."""
     out.mkdir(parents=True, exist_ok=True)
     title = banner(preset) + title
     if preset != "paper":
@@ -63,7 +64,7 @@ def write(
     ]
 
     def csv(frame: pd.DataFrame, path: Path) -> None:
-        frame.assign(preset_label=preset).to_csv(path, index=False)
+        frame.assign(experiment=f"edv_{name}{suffix}", preset_label=preset).to_csv(path, index=False)
 
     for heading, frame in (extra or {}).items():
         parts += [f"\n## {heading}\n", _md(frame, index=False)]
@@ -93,17 +94,22 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
                 edv.main_table(df, edv.reference("table1"), n_boot=n_boot),
                 extra,
                 preset=preset,
+                suffix=suffix,
             )
         )
     if not frames["table2"].empty:
         t = edv.mind2web_table(frames["table2"], edv.reference("table2"), n_boot=n_boot)
-        written.append(write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t, preset=preset))
+        written.append(
+            write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t, preset=preset, suffix=suffix)
+        )
     if not frames["table3"].empty:
         t = edv.mmtb_table(frames["table3"], edv.reference("table3"), n_boot=n_boot)
-        written.append(write(out, "table3", "EDV Table 3: MMTB", t, preset=preset))
+        written.append(write(out, "table3", "EDV Table 3: MMTB", t, preset=preset, suffix=suffix))
     if not frames["table4"].empty:
         t = edv.ablation_table(frames["table4"], edv.reference("table4"), edv.TABLE4_ROWS, n_boot=n_boot)
-        written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t, preset=preset))
+        written.append(
+            write(out, "table4", "EDV Table 4: progressive paradigm ablation", t, preset=preset, suffix=suffix)
+        )
     if not frames["table5"].empty:
         df = frames["table5"]
         extra = {
@@ -113,13 +119,15 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
             "Paper sec. 5.5.2": edv.text_reference("5.5.2"),
         }
         t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=n_boot)
-        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra, preset=preset))
+        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra, preset=preset, suffix=suffix))
     if not frames["contamination"].empty:
         df = frames["contamination"]
         ref = edv.contamination_reference()
         extra = {"Injected share of stored and recalled items": edv.contamination_recall(df)}
         t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=n_boot)
-        written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra, preset=preset))
+        written.append(
+            write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra, preset=preset, suffix=suffix)
+        )
     return written
 
 

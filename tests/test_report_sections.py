@@ -154,6 +154,12 @@ def test_edv_table_script_marks_smoke_output_and_drops_the_paper_difference(tmp_
     assert "diff" not in pd.read_csv(tmp_path / "smoke" / "table4_vs_paper.csv").columns
     assert "SMOKE" not in (tmp_path / "full" / "table4.md").read_text()
     assert "diff" in pd.read_csv(tmp_path / "full" / "table4_vs_paper.csv").columns
+    for folder, experiment, preset in (("smoke", "edv_table4-smoke", "smoke"), ("full", "edv_table4", "paper")):
+        for path in (tmp_path / folder).glob("*.csv"):
+            frame = pd.read_csv(path)
+            assert set(frame["experiment"]) == {experiment} and set(frame["preset_label"]) == {preset}, path
+    cells = pd.read_csv(tmp_path / "smoke" / "table4.csv")  # numbers, not "50.00 ± 0.00" strings
+    assert cells["mean"].dtype.kind == "f" and cells["ci_low"].dtype.kind == "f"
 
 
 def test_the_report_reads_results_without_importing_the_runner():

@@ -142,7 +142,7 @@ class PaperTable:
     comparison: pd.DataFrame  # one row per cell: ours with CI, paired test vs reference method, paper
     summary: pd.DataFrame  # the raw aggregates (mean, std, CI, counts, cost, tokens)
     config: dict[str, str]  # experiment, model assignment, protocol, preset of every cell
-    smoke: bool  # a smoke-size run: not comparable to the paper
+    smoke: bool  # not the paper preset (smoke, rehearsal, ...): not comparable to the paper
 
     @property
     def preset(self) -> str:
@@ -543,8 +543,8 @@ def cost_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per cell (and configuration, when the frame has them): evaluated samples, calls, the eval
     phase's agent-side and memory-side tokens, memory construction's tokens (every phase before
     eval: EDV's build epochs, warm-up tasks) and dollars over every phase (`cost`, of which
-    `construction_cost`); then the eval phase's agent-side tokens split by role (`tokens_<role>`:
-    planner, executor, critic, router, ...)."""
+    `construction_cost`) and calls over every phase; then the eval phase's agent-side tokens split
+    by role (`tokens_<role>`: planner, executor, critic, router, ...)."""
     data = df.copy()
     keys = [*[c for c in CONFIG_COLUMNS if c in data.columns], *KEYS]
     evals = data["phase"] == EVAL_PHASE
@@ -574,7 +574,7 @@ def cost_table(df: pd.DataFrame) -> pd.DataFrame:
 def compact_cost(cost: pd.DataFrame) -> pd.DataFrame:
     """`cost_table` for a page: one row per cell with readable names and whole numbers; the
     configuration is said once beside the table and the per-role split is `role_tokens`."""
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
             "Framework": [FRAMEWORKS.get(v, v) for v in cost["framework"]],
             "Benchmark": [BENCHMARKS.get(v, v) for v in cost["benchmark"]],
@@ -587,7 +587,6 @@ def compact_cost(cost: pd.DataFrame) -> pd.DataFrame:
             "$": [f"{v:.4f}" for v in cost["cost"]],
         }
     )
-    return out
 
 
 def role_tokens(df: pd.DataFrame) -> pd.DataFrame:

@@ -64,12 +64,19 @@ def _legend_labels(fig: Any, saved: Any) -> list[str]:
 
 
 def _axes_facts(ax: Any) -> dict[str, Any]:
+    from matplotlib.colors import to_hex
+
     lo, hi = sorted(ax.get_xlim())
     return {
         "title": ax.get_title(),
         "xlabel": ax.get_xlabel(),
         "ylabel": ax.get_ylabel(),
         "xticks": [float(t) for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9],
+        "line_colors": {
+            line.get_label(): to_hex(line.get_color())
+            for line in ax.get_lines()
+            if not line.get_label().startswith("_")
+        },
     }
 
 
@@ -129,6 +136,7 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
         for b in _ordered(data["benchmark"], BENCHMARKS)
         if (f, b) in present
     ]
+    methods = _ordered(data["memory"], MEMORIES)
     ncol = min(4, max(1, len(panels)))
     nrow = int(np.ceil(len(panels) / ncol)) or 1
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow + 0.6), squeeze=False, sharey=True)
@@ -136,8 +144,11 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
         part = data[(data["framework"] == fw) & (data["benchmark"] == bench)]
         for mem in _ordered(part["memory"], MEMORIES):
             g = curves.loc[(fw, bench, mem)]
-            (line,) = ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker="." if len(g) < 20 else None)
-            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=line.get_color())
+            i = methods.index(mem)  # one colour (and, past ten methods, dash) per method in every panel
+            style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":")[i // 10 % 3]}
+            marker = "." if len(g) < 20 else None
+            ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker=marker, **style)
+            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=style["color"])
         ax.set_title(f"{FRAMEWORKS.get(fw, fw)} / {BENCHMARKS.get(bench, bench)}")
         ax.set_xlabel("task in stream")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
