@@ -123,6 +123,20 @@ def test_edv_cost_lines_include_memory_construction(tmp_path):
     assert "memory construction tokens 880" in line and "$0.0110" in line and "(73% of all tokens)" in line
 
 
+def test_a_run_stopped_during_memory_construction_counts_as_an_incomplete_run(tmp_path):
+    df = _edv_with_construction(tmp_path)
+    run = next((tmp_path / "edv_table5-smoke").rglob("run.json")).parent
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("\n".join(x for x in lines if '"phase": "build"' in x) + "\n")
+    header = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**header, "status": "running"}))
+    df = load(tmp_path / "edv_table5-smoke")
+    facts = sweep_facts(df, "make x")
+    assert facts["completeness"] == "0 of 1 runs complete" and facts["runs by status"] == "running: 1"
+    assert facts["samples"] == "0 of 2 expected (eval phase)" and facts["seeds"] == "0"
+    assert "memory construction tokens 880 (100% of all tokens)" in facts["cost"]
+
+
 def test_the_cost_section_is_one_compact_labelled_table_per_configuration(tmp_path):
     root = tmp_path / "results"
     write_grid(

@@ -32,17 +32,23 @@ def preset_text(df: pd.DataFrame) -> str:
     return " | ".join(f"{label} ({'every sample, no step cap' if size == 'full' else size})" for label, size in pairs)
 
 
+def _completeness(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int, float]:
+    """(eval rows, one row per run, complete runs, expected eval samples): every run counts, one
+    stopped during memory construction (no eval record yet) too."""
+    eval_rows = df[df["phase"] == "eval"]
+    runs = df.drop_duplicates("run_dir")
+    observed = eval_rows.groupby("run_dir").size()
+    expected = pd.to_numeric(runs.set_index("run_dir")["n_eval_expected"], errors="coerce")
+    complete = sum(
+        1 for r in runs["run_dir"] if expected.get(r) == expected.get(r) and observed.get(r, 0) == expected[r]
+    )
+    return eval_rows, runs, int(complete), float(expected.fillna(0).sum())
+
+
 def sweep_facts(df: pd.DataFrame, command: str) -> dict[str, str]:
     """Key-value lines for the samples `df` (load()'s rows): several values of a configuration
     column are all listed, so a reader sees when a section gathers more than one."""
-    eval_rows = df[df["phase"] == "eval"]
-    runs = eval_rows.drop_duplicates("run_dir")
-    observed = eval_rows.groupby("run_dir").size()
-    expected = runs.set_index("run_dir")["n_eval_expected"]
-    complete = int(
-        sum(1 for r in runs["run_dir"] if expected.get(r) == expected.get(r) and observed.get(r) == expected.get(r))
-    )
-    n_expected = pd.to_numeric(expected, errors="coerce")
+    eval_rows, runs, complete, n_expected = _completeness(df)
     cost = cost_table(df)
     statuses = eval_rows["status"].value_counts()
     return {
@@ -51,12 +57,12 @@ def sweep_facts(df: pd.DataFrame, command: str) -> dict[str, str]:
         "model labels (as configured)": _values(df, "model"),
         "protocol": _values(df, "protocol"),
         "preset": preset_text(df),
-        "seeds": ", ".join(str(x) for x in sorted(set(eval_rows["seed"]))),
-        "samples": f"{len(eval_rows)} of {int(n_expected.fillna(0).sum())} expected (eval phase)",
+        "seeds": ", ".join(str(x) for x in sorted(set(df["seed"]))),
+        "samples": f"{len(eval_rows)} of {int(n_expected)} expected (eval phase)",
         "completeness": f"{complete} of {len(runs)} runs complete",
         "infra errors": str(int(statuses.get(Status.INFRA_ERROR, 0))),
         "runs by status": ", ".join(f"{k}: {v}" for k, v in runs["run_status"].value_counts().items()),
-        "code (git commit of the runs)": ", ".join(sorted({_commit(c) for c in eval_rows.get("git_commit", [])})),
+        "code (git commit of the runs)": ", ".join(sorted({_commit(c) for c in runs.get("git_commit", [])})),
         "cost": cost_line(cost),
         "command": command,
     }
@@ -65,18 +71,15 @@ def sweep_facts(df: pd.DataFrame, command: str) -> dict[str, str]:
 def sweep_numbers(df: pd.DataFrame) -> dict[str, float]:
     """What the report's first screen adds up over experiment folders: runs, complete runs, eval
     samples against expected, dollars (every phase) and memory construction's dollars."""
-    eval_rows = df[df["phase"] == "eval"]
-    runs = eval_rows.drop_duplicates("run_dir")
-    observed = eval_rows.groupby("run_dir").size()
-    expected = pd.to_numeric(runs.set_index("run_dir")["n_eval_expected"], errors="coerce")
+    eval_rows, runs, complete, n_expected = _completeness(df)
     cost = cost_table(df)
     return {
         "tokens": float(cost[["agent_tokens", "memory_side_tokens", "construction_tokens"]].to_numpy().sum()),
         "construction_tokens": float(cost["construction_tokens"].sum()),
         "runs": float(len(runs)),
-        "runs_complete": float(sum(observed.get(r) == expected.get(r) for r in runs["run_dir"])),
+        "runs_complete": float(complete),
         "samples": float(len(eval_rows)),
-        "samples_expected": float(expected.fillna(0).sum()),
+        "samples_expected": n_expected,
         "dollars": float(cost["cost"].sum()),
         "construction_dollars": float(cost["construction_cost"].sum()),
     }
