@@ -44,6 +44,8 @@ def test_verdict_needs_both_the_ci_and_the_p_value():
     assert verdict(_res(-2.0, 0.0, 0.01)) == UNDECIDED
     assert verdict(_res(0.5, 2.0, 0.05)) == UNDECIDED  # p must be below 0.05
     assert verdict(_res(0.5, 2.0, 0.0499)) == HOLDS
+    assert verdict(_res(-2.0, -0.5, 0.05)) == UNDECIDED
+    assert verdict(_res(-2.0, -0.5, 0.0499)) == FAILS
     assert verdict(_res(0.0, 0.0, 1.0)) == UNDECIDED  # a tie
     assert verdict(_res(0.5, 2.0, float("nan"))) == UNDECIDED
     assert verdict(_res(float("nan"), float("nan"), float("nan"), n=0)) == NOT_RUN
@@ -60,6 +62,8 @@ def test_turning_a_claim_swaps_holds_and_fails(lo, width, p):
     swap = {HOLDS: FAILS, FAILS: HOLDS, UNDECIDED: UNDECIDED}
     assert verdict(turned) == swap[verdict(res)]
     assert directed(res, 1) == res and directed(res, 1) is not res
+    with pytest.raises(ValueError, match="1 or -1"):
+        directed(res, 0)
 
 
 def test_count_claims_hold_at_the_papers_share_and_fail_when_out_of_reach():
@@ -115,6 +119,7 @@ def test_preset_label_from_the_header_the_folder_name_or_the_sizes():
     assert preset_of({"experiment": "x-rehearsal", "preset": "full"}) == "rehearsal"
     assert preset_of({"experiment": "x", "preset": "full", "preset_label": "smoke"}) == "smoke"
     assert preset_of({"experiment": "x"}) == "paper" and not is_smoke({"experiment": "x"})
+    assert preset_of({"experiment": "x", "preset": "limit=2"}) == "smoke" and is_smoke({"preset": "max_steps=3"})
     assert banner("paper") == "" and banner("rehearsal") == "REHEARSAL RUN, not comparable to the paper: "
 
 

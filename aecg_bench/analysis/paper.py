@@ -346,7 +346,9 @@ def verdict(res: dict[str, float]) -> str:
 
 def directed(res: dict[str, float], sign: int) -> dict[str, float]:
     """A paired result turned so that the claimed direction is positive (`sign` -1: the claim says a < b)."""
-    if sign > 0:
+    if sign not in (1, -1):
+        raise ValueError(f"a claim's direction is 1 or -1, not {sign!r}")
+    if sign == 1:
         return dict(res)
     return {
         **res,
