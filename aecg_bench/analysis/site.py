@@ -253,7 +253,8 @@ def overview(sections: list[Section]) -> dict[str, Any]:
                     "paper": c.paper,
                 }
             )
-    claims.sort(key=lambda c: VERDICTS.index(c["verdict"]) if c["verdict"] in VERDICTS else len(VERDICTS))
+    order = ("holds", "fails", "undecided", "not run")  # decided claims first
+    claims.sort(key=lambda c: order.index(c["verdict"]) if c["verdict"] in order else len(order))
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     assignments = sorted({a for f in runs.values() for a in f.items.get("model assignment", "").split(" | ")} - {""})
     return {
