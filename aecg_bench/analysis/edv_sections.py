@@ -17,7 +17,7 @@ import pandas as pd
 from aecg_bench.analysis import edv
 from aecg_bench.analysis.facts import facts_part
 from aecg_bench.analysis.load import PAPER_PRESET, preset_folders
-from aecg_bench.analysis.paper import MixedCellsError, banner, configurations, directed, preset_of, verdict
+from aecg_bench.analysis.paper import MixedCellsError, banner, configurations, preset_of
 from aecg_bench.analysis.plots import edv_curve
 from aecg_bench.analysis.site import Claim, Claims, Context, Figure, Part, Table, Text, register_section
 
@@ -69,26 +69,13 @@ def _head(experiment: str, sub: pd.DataFrame, preset: str, name: str) -> list[Pa
     return parts
 
 
-def _claim(statement: str, res: dict[str, float], sign: int) -> Claim:
-    """A claim from one paired test, in the claimed direction (`sign` -1: the claim says the first is lower)."""
-    d = directed({**res, "n": res.get("n", 0)}, sign)
-    shown = d["mean_diff"] == d["mean_diff"]
-    return Claim(
-        statement,
-        f"{d['mean_diff']:+.2f}" if shown else "–",
-        f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" if shown else "",
-        f"{d['p_value']:.3f}" if d["p_value"] == d["p_value"] else "",
-        verdict(d),
-    )
-
-
 def main_claims(tests: pd.DataFrame) -> list[Claim]:
     """EDV's claim in Tables 1-3: EDV above the strongest single-backbone or ensemble baseline."""
     if tests.empty:
         return []
     rows = tests[tests["target"] == "edv"]
     return [
-        _claim(
+        Claim.from_paired(
             f"EDV above the strongest baseline ({edv.MAIN_ROWS.get(r['strongest_baseline'], r['strongest_baseline'])}) "
             f"on {r['benchmark']}" + (f", {edv.TABLE2_NAMES.get(r['metric'], r['metric'])}" if "metric" in r else ""),
             r.to_dict(),
@@ -103,7 +90,9 @@ def ablation_claims(tests: pd.DataFrame, names: dict[str, str], full: str) -> li
     if tests.empty:
         return []
     return [
-        _claim(f"{names.get(r['row'], r['row'])} below {names.get(full, full)} on {r['benchmark']}", r.to_dict(), -1)
+        Claim.from_paired(
+            f"{names.get(r['row'], r['row'])} below {names.get(full, full)} on {r['benchmark']}", r.to_dict(), -1
+        )
         for _, r in tests.iterrows()
     ]
 

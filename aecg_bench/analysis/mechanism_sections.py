@@ -20,7 +20,7 @@ from aecg_bench.analysis.mechanisms import (
     summarise,
     table3_frame,
 )
-from aecg_bench.analysis.paper import banner, directed, load_reference, preset_of, verdict
+from aecg_bench.analysis.paper import banner, load_reference, preset_of
 from aecg_bench.analysis.site import Claim, Claims, Context, Facts, Figure, Part, Table, Text, register_section
 
 CMD = "make reproduce-mechanisms PRESET=paper  (offline smoke: make reproduce-mechanisms PRESET=smoke)"
@@ -65,18 +65,8 @@ def mechanism_claims(summary: pd.DataFrame, test: str) -> list[Claim]:
             "ci_high": r["diff_ci_high"],
             "p_value": r["p_value"],
         }
-        d_ = directed(res, sign)
-        shown = d_["mean_diff"] == d_["mean_diff"]
-        claims.append(
-            Claim(
-                f"{r['quantity']}: {r['variant']} {'above' if sign > 0 else 'below'} {full}",
-                f"{d_['mean_diff']:+.2f}" if shown else "–",
-                f"[{d_['ci_low']:+.2f}, {d_['ci_high']:+.2f}]" if shown and d_["ci_low"] == d_["ci_low"] else "",
-                f"{d_['p_value']:.3f}" if d_["p_value"] == d_["p_value"] else "",
-                verdict(d_),
-                f"{r['paper'] - base:+.2f}",
-            )
-        )
+        statement = f"{r['quantity']}: {r['variant']} {'above' if sign > 0 else 'below'} {full}"
+        claims.append(Claim.from_paired(statement, res, sign, f"{r['paper'] - base:+.2f}"))
     return claims
 
 
@@ -95,8 +85,10 @@ def _parts(
         smoke = preset != "paper"
         prefix = banner(preset)
         summary = summarise(group, n_boot=ctx.n_boot)
-        if smoke:
+        if preset == "smoke":
             parts.append(Text(f"{prefix}{folder} ran in the scripted mock world; it shows each mechanism's direction."))
+        elif smoke:
+            parts.append(Text(f"{prefix}{folder}."))
         parts.append(_facts(ctx, str(folder), group, preset))
         parts += draw(summary, f"{prefix}{name} — {folder}", str(folder))
         claims = mechanism_claims(summary, test)

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from aecg_bench.analysis.load import PAPER_PRESET, load
+from aecg_bench.analysis.paper import directed, verdict
 from aecg_bench.analysis.tables import flat_columns, flat_index
 
 # Sections register when their module is imported: every `aecg_bench/analysis/*_sections.py` is
@@ -78,6 +79,21 @@ class Claim:
     p: str
     verdict: str
     paper: str = ""
+
+    @classmethod
+    def from_paired(cls, statement: str, res: dict[str, float], sign: int, paper: str = "") -> Claim:
+        """A claim from one paired test (`n`, `mean_diff`, `ci_low`, `ci_high`, `p_value`), turned to
+        the claimed direction (`sign` -1: the claim says the first is lower) and given its verdict."""
+        d = directed({**res, "n": res.get("n", 0)}, sign)
+        shown = d["mean_diff"] == d["mean_diff"]
+        return cls(
+            statement,
+            f"{d['mean_diff']:+.2f}" if shown else "–",
+            f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]" if shown and d["ci_low"] == d["ci_low"] else "",
+            f"{d['p_value']:.3f}" if d["p_value"] == d["p_value"] else "",
+            verdict(d),
+            paper,
+        )
 
 
 @dataclass(frozen=True)
