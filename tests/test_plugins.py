@@ -69,7 +69,13 @@ def test_a_plugin_method_resolves_composes_runs_and_joins_the_choices(site, make
     assert registry.package_of("memory", "mine") == "mine-pkg 0.1"
     raw = make_config("memory=mine", "benchmark.params.size=3")
     assert raw["memory"] == {"name": "mine", "params": {"k": 1}}
-    assert run_from_config(raw)["status"] == "complete"
+    final = run_from_config(raw)
+    assert final["status"] == "complete"
+    assert final["component_packages"] == {
+        "benchmark": "aecg-bench (built in)",
+        "framework": "aecg-bench (built in)",
+        "memory": "mine-pkg 0.1",
+    }
     with pytest.raises(ConfigError, match=r"unknown memory 'mien'; valid choices: .*\bmine\b.*did you mean 'mine'"):
         check_overrides(["memory=mien"])
 
@@ -372,3 +378,34 @@ def _benchmark_data(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     if not (SHARED_DATA / "README.md").exists():
         pytest.skip(f"shared benchmark data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.mark.slow
+def test_a_table1_sweep_with_the_plugin_added_renders_its_row_in_the_table_and_the_report(example_site, tmp_path):
+    """Table 1's sweep (the paper experiment's config, on toy with the mock model to stay offline and short)
+    with the plugin's column added as `make reproduce-table1 METHODS=+recency_window` adds it."""
+    root = tmp_path / "results"
+    sweep = _cli(
+        "experiment=aecg_table1",
+        "model=mock",
+        "memory=no_memory,recency_window",
+        "framework=autogen",
+        "benchmark=toy",
+        "seed=0,1",
+        "protocol.limit=4",
+        f"runtime.results_root={root}",
+        "runtime.progress=false",
+        "hydra.launcher.n_jobs=1",
+        extra_path=example_site,
+    )
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(example_site)])}
+    for cmd in (
+        [sys.executable, "scripts/make_table1.py", str(root / "aecg_table1")],
+        [sys.executable, "-m", "aecg_bench.analysis.site", "--results", str(root), "--out", str(tmp_path / "report")],
+    ):
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+    tables = list((root / "aecg_table1" / "tables").glob("table1*.md"))
+    assert any("recency_window" in t.read_text() for t in tables), [t.name for t in tables]
+    assert "recency_window" in (tmp_path / "report" / "report.md").read_text()
