@@ -37,8 +37,7 @@ class PluginEntry:
 
 
 def _package(ep: EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    return f"{dist.name} {dist.version}" if dist is not None else "an unknown package"
+    return f"{ep.dist.name} {ep.dist.version}"  # entry points come from installed distributions
 
 
 @cache

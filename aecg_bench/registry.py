@@ -97,7 +97,7 @@ def _load_plugin(group: str, entry: PluginEntry) -> type:
         module = importlib.import_module(module_name)
         cls = getattr(module, attr) if attr else module
     except Exception as exc:  # anything a broken plugin raises on import is its own fault, said in one line
-        raise ConfigError(f"{where} failed to import: {type(exc).__name__}: {one_line(exc, 300)}") from None
+        raise ConfigError(f"{where} failed to import: {type(exc).__name__}: {one_line(exc)}") from None
     base = _base_class(group)
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise ConfigError(f"{where} is not a subclass of {base.__module__}.{base.__name__}")

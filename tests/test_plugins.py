@@ -144,6 +144,68 @@ def test_the_cli_says_a_broken_plugin_in_one_line_without_a_traceback(site, tmp_
     assert len(orphan.stderr.strip().splitlines()) == 1
 
 
+def test_broken_benchmark_and_framework_plugins_name_their_contract(site):
+    pf.install_fake(
+        site,
+        "broken-pkg",
+        "broken_pkg",
+        entry_points={
+            "benchmark": {"b": "broken_pkg.m:Mine"},
+            "framework": {"f": "broken_pkg.m:Mine"},
+            "memory": {"m": "broken_pkg.m"},
+        },
+        modules={"m.py": GOOD_MEMORY},
+    )
+    for group, name, contract in (
+        ("benchmark", "b", "Benchmark"),
+        ("framework", "f", "Framework"),
+        ("memory", "m", "MemoryMethod"),
+    ):
+        with pytest.raises(
+            ConfigError,
+            match=rf"{group} '{name}' from package broken-pkg 0.1 .* not a subclass of aecg_bench.contracts.{contract}$",
+        ):
+            registry.resolve(group, name)
+
+
+def test_the_registry_names_unknown_groups_and_names_and_builds_with_params(tmp_path):
+    from aecg_bench.audit import AuditLog
+    from aecg_bench.contracts import MemoryServices
+
+    for call in (lambda: registry.names("memroy"), lambda: registry.resolve("memroy", "x")):
+        with pytest.raises(
+            ConfigError,
+            match=r"^unknown component group 'memroy'; valid choices: benchmark, framework, memory; did you mean 'memory'\?$",
+        ):
+            call()
+    with pytest.raises(ConfigError, match=r"^unknown memory 'aecgg'; valid choices: .*did you mean 'aecg'\?$"):
+        registry.resolve("memory", "aecgg")
+    services = MemoryServices(llm=None, embedder=None, audit=AuditLog(tmp_path / "a.jsonl"))
+    assert registry.build("memory", "recorder", {"k": 5}, services=services).params.k == 5
+    assert (registry.package_of("memory", "aecg"), registry.package_of("memory", "nope")) == (
+        "aecg-bench (built in)",
+        "unknown",
+    )
+    assert registry.package_of("nogroup", "x") == "unknown"
+
+
+def test_a_built_in_whose_module_is_missing_or_broken_says_so(monkeypatch, site):
+    monkeypatch.setitem(registry.REGISTRY["memory"], "ghost", "baselines.no_such_module:Ghost")
+    with pytest.raises(
+        ConfigError, match=r"^memory 'ghost' is registered but not implemented \(baselines.no_such_module\)$"
+    ):
+        registry.resolve("memory", "ghost")
+    (site / "probe_needs_dep.py").write_text("import not_installed_dependency\n")
+    monkeypatch.setitem(registry.REGISTRY["memory"], "needs_dep", "probe_needs_dep:X")
+    with pytest.raises(
+        ModuleNotFoundError, match="not_installed_dependency"
+    ):  # a missing dependency is not "not implemented"
+        registry.resolve("memory", "needs_dep")
+    monkeypatch.setitem(registry.REGISTRY["memory"], "nameless", "aecg_bench.contracts:Params")
+    with pytest.raises(TypeError, match=r"^aecg_bench.contracts:Params lacks the class attribute 'name'$"):
+        registry.resolve("memory", "nameless")
+
+
 def test_two_packages_with_one_name_are_refused_naming_both(site):
     for dist, package in (("mine-pkg", "mine_pkg"), ("other-pkg", "other_pkg")):
         pf.install_fake(
@@ -245,13 +307,54 @@ def test_a_scaffolded_package_passes_the_kit_once_installed(kind, site, tmp_path
         check(tmp_path / check.__name__, **{kind: name})
 
 
-def test_the_scaffolder_refuses_bad_names_and_kinds(tmp_path):
+def test_the_scaffolder_refuses_bad_names_and_kinds_in_one_line(tmp_path, capsys):
     from aecg_bench.new import main
 
-    assert main(["memory", "Bad-Name", "--out", str(tmp_path)]) == 2
     assert main(["storage", "x", "--out", str(tmp_path)]) == 2
-    assert main(["memory", "fine", "--out", str(tmp_path)]) == 0
-    assert main(["memory", "fine", "--out", str(tmp_path)]) == 2, "never overwrites"
+    assert (
+        capsys.readouterr().err == "error: unknown plugin kind 'storage'; valid choices: benchmark, framework, memory\n"
+    )
+    assert main(["memory", "Bad-Name", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "error: plugin name 'Bad-Name' must be lower-case letters, digits and _, starting with a letter\n"
+    )
+    assert main(["memory", "class", "--out", str(tmp_path)]) == 2, "a Python keyword cannot name a package"
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_scaffolder_writes_into_the_current_folder_and_never_overwrites(tmp_path, capsys, monkeypatch):
+    from aecg_bench.new import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["memory", "my_mem"]) == 0
+    target = Path("aecg-my-mem")
+    assert (tmp_path / target / "aecg_my_mem" / "memory.py").is_file()
+    assert capsys.readouterr().out.splitlines() == [
+        f"wrote {target}",
+        "next:",
+        f"  pip install -e {target}",
+        f"  python -m pytest {target / 'tests'}",
+        "  python -m aecg_bench.run memory=my_mem benchmark=toy framework=autogen model=mock",
+    ]
+    assert main(["memory", "my_mem"]) == 2
+    assert capsys.readouterr().err == f"error: {target} exists; pick another --out or NAME\n"
+
+
+def test_the_scaffolders_help_names_the_kinds_and_the_output_folder(capsys):
+    from aecg_bench.new import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.startswith("usage: python -m aecg_bench.new [-h] [--out OUT] kind name")
+    for phrase in (
+        "kind memory | benchmark | framework",
+        "name the registered name, e.g. my_memory (used as memory=my_memory)",
+        "--out OUT folder to write aecg-<name>/ into",
+        "a working plugin package",
+    ):
+        assert phrase in text
 
 
 # --- the kit catches a planted defect of each kind ---------------------------------------------------
