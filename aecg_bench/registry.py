@@ -119,7 +119,7 @@ def package_of(group: str, name: str) -> str:
     """Who provides `name`: the built-in table or an installed package (recorded in run.json)."""
     if name in REGISTRY.get(group, {}):
         return BUILT_IN
-    plugins = plugin_entries(group).get(name, ())
+    plugins = plugin_entries(group).get(name)
     return plugins[0].package if plugins else "unknown"
 
 

@@ -355,6 +355,7 @@ def test_the_scaffolders_help_names_the_kinds_and_the_output_folder(capsys):
         "a working plugin package",
     ):
         assert phrase in text
+    assert "It writes" not in text, "the description is the docstring's first paragraph"
 
 
 # --- the kit catches a planted defect of each kind ---------------------------------------------------
