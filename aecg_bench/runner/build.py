@@ -234,7 +234,8 @@ def make_header(
         "environment": environment_facts(),
         # which installed package provides each component (a plugin's name and version; aecg_bench/plugins.py)
         "component_packages": {
-            group: registry.package_of(group, getattr(cfg, group).name) for group in ("benchmark", "framework", "memory")
+            group: registry.package_of(group, getattr(cfg, group).name)
+            for group in ("benchmark", "framework", "memory")
         },
     }
 
