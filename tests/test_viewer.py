@@ -5,11 +5,13 @@ itself: run -> sample -> memory item -> the sample that created it, two runs com
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -18,6 +20,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from conftest import REPO, compose
+from filelock import FileLock
 
 from aecg_bench.run import run_from_config
 from aecg_bench.view import data
@@ -27,22 +30,39 @@ AECG = "v/toy/autogen/aecg/mock_aecg/seed=0"
 NOMEM = "v/toy/autogen/no_memory/mock_aecg/seed=0"
 
 
+def _runner_code_hash() -> str:
+    """What the fixture runs depend on: everything but the viewer itself (a mutation campaign mutates it)."""
+    digest = hashlib.sha256()
+    for top in ("aecg_bench", "baselines", "frameworks", "conf"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml") and "view" not in path.relative_to(REPO).parts[:2]:
+                digest.update(str(path.relative_to(REPO)).encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    """Two real runs on the same samples: AECG (stores skills and memories, recalls them) and No-Memory."""
+    """Two real runs on the same samples: AECG (stores skills and memories, recalls them) and No-Memory.
+    Made once per version of the code they run (kept in the temp folder): the viewer's tests only read them."""
+    cache = Path(tempfile.gettempdir()) / f"aecg-viewer-fixture-{_runner_code_hash()}"
+    with FileLock(str(cache) + ".lock"):
+        if not (cache / "done").exists():
+            shutil.rmtree(cache, ignore_errors=True)
+            for memory in ("aecg", "no_memory"):
+                raw = compose(
+                    [
+                        "experiment_name=v",
+                        f"memory={memory}",
+                        "framework=autogen",
+                        "model=mock_aecg",
+                        "benchmark.params.size=8",
+                    ],
+                    cache / "results",
+                )
+                assert run_from_config(raw)["status"] == "complete"
+            (cache / "done").touch()
     root = tmp_path_factory.mktemp("viewer") / "results"
-    for memory in ("aecg", "no_memory"):
-        raw = compose(
-            [
-                "experiment_name=v",
-                f"memory={memory}",
-                "framework=autogen",
-                "model=mock_aecg",
-                "benchmark.params.size=8",
-            ],
-            root,
-        )
-        assert run_from_config(raw)["status"] == "complete"
+    shutil.copytree(cache / "results", root)
     return root
 
 
