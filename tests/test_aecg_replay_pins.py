@@ -184,6 +184,9 @@ def test_regression_over_the_tolerance_isolates_and_preservation_is_never_passed
     # a corrupted parent no longer shows what worked; a candidate that restores it preserves it (1/1)
     g = gate([r(FAILURE, False, True), r(SUCCESS, False, True)], ReplayParams(max_regression=0.0))
     assert g == GateResult(ACTIVATE, "mitigates 1/1 failures, regresses 0/1 successes", 1, 1, 1, 0)
+    # only a run that asks for no success fixture at all (min_success_fixtures=0) activates on none
+    g = gate([r(FAILURE, False, True), r(SUCCESS, False, False)], ReplayParams(min_success_fixtures=0))
+    assert g == GateResult(ACTIVATE, "mitigates 1/1 failures, regresses 0/0 successes", 1, 1, 0, 0)
     # neither shows it: preservation cannot be judged, so the candidate waits (it used to pass as 0/0)
     g = gate([r(FAILURE, False, True), r(SUCCESS, False, False)], ReplayParams(max_regression=0.0))
     assert g == GateResult(MONITOR, "0 of 1 success fixtures replayed show the supported behaviour < 1", 1, 1, 0, 0)
