@@ -306,8 +306,21 @@ def test_merge_is_a_deep_copying_merge_that_the_change_wins():
     assert base == {"a": {"b": 1, "c": [1]}, "d": 2} and change["a"]["e"] == {"f": 4}
 
 
+_COMPOSED: dict[tuple[str, ...], dict[str, Any]] = {}
+
+
+def composed(tmp: Path, *overrides: str) -> dict[str, Any]:
+    """`compose` once per set of overrides (Hydra takes a second or more a call), then a fresh copy with its
+    results under `tmp`: the recording-runner tests are about the protocol, not the composition."""
+    if overrides not in _COMPOSED:
+        _COMPOSED[overrides] = compose(list(overrides), Path("/nonexistent-results"))
+    raw = json.loads(json.dumps(_COMPOSED[overrides]))
+    raw["runtime"]["results_root"] = str(tmp)
+    return raw
+
+
 def raw_of(tmp: Path, *overrides: str) -> dict[str, Any]:
-    return compose(["experiment=aecg_rq3_drift_smoke", *overrides], tmp)
+    return composed(tmp, "experiment=aecg_rq3_drift_smoke", *overrides)
 
 
 @pytest.mark.parametrize(
@@ -485,10 +498,10 @@ def test_a_warm_up_that_does_not_complete_stops_the_test_in_one_line(tmp_path, m
 
     monkeypatch.setattr(aecg_bench.run, "run_from_config", lambda raw: {"status": "interrupted"})
     with pytest.raises(ConfigError, match=r"^the warm-up run for seed 5 did not complete; rerun to resume it$"):
-        P.run_mechanism(compose(["experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[5]"], tmp_path))
+        P.run_mechanism(composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[5]"))
     monkeypatch.setattr(aecg_bench.run, "run_from_config", lambda raw: None)
     with pytest.raises(ConfigError, match="the warm-up run for seed 5 did not complete"):
-        P.run_mechanism(compose(["experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[5]"], tmp_path))
+        P.run_mechanism(composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[5]"))
 
 
 def test_the_runs_seed_is_used_when_the_test_names_no_seeds(tmp_path, monkeypatch):
@@ -501,7 +514,7 @@ def test_the_runs_seed_is_used_when_the_test_names_no_seeds(tmp_path, monkeypatc
 
     monkeypatch.setattr(aecg_bench.run, "run_from_config", fake)
     with pytest.raises(ConfigError, match="the warm-up run for seed 4 did not complete"):
-        P.run_mechanism(compose(["experiment=aecg_rq2_scope_smoke", "mechanism.seeds=null", "seed=4"], tmp_path))
+        P.run_mechanism(composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=null", "seed=4"))
     assert seen == [("aecg_mechanisms_warmup-smoke", 4, "warmup")]
 
 
@@ -543,3 +556,177 @@ def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path, capsys, argv,
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert line.startswith(message) and "Traceback" not in captured.err
+
+
+# -- the protocol's bookkeeping with a recording runner (no world: milliseconds per test) -----------------
+
+
+class Runner:
+    """Stands in for `run_from_config`: records each config it is given and writes the run directory a
+    run would leave (a snapshot whose agent skills can be corrupted, an audit log, records), so the
+    protocol's own logic is tested in isolation; the tests above run the real runner."""
+
+    def __init__(self, status: str = "complete") -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.status = status
+
+    def __call__(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        self.calls.append(json.loads(json.dumps(raw)))
+        p, memory = raw["protocol"], raw["memory"]
+        label = memory.get("label") or memory["name"]
+        header = {
+            "status": self.status,
+            "runtime": {"results_root": raw["runtime"]["results_root"]},
+            "labels": {
+                "experiment": raw["experiment_name"],
+                "benchmark": raw["benchmark"]["name"],
+                "framework": raw["framework"]["name"],
+                "memory": label,
+                "model": raw["model"]["label"],
+                "seed": raw["seed"],
+            },
+        }
+        if label == "skip":
+            return None
+        run_dir = P.results_dir_of(header)
+        seed = raw["seed"]
+        skills = [skill(f"s{i}.v1", "agent", [f"move {d}", "stop"]) for i, d in enumerate(("left", "right", "up"))]
+        skills.append(skill("s9.v1", "team", ["route"]))
+        snapshot(run_dir, 1, {"memory": {"store": {"skills": [skills[0]]}}, "framework": {}})  # an older one
+        snapshot(run_dir, 30 + seed, {"memory": {"store": {"skills": skills}}, "framework": {"seed": seed}})
+        flat = (memory.get("params") or {}).get("scope", {}).get("mode") == "flat"
+        events = [
+            obs(False, ("s0.v1", 2, 2 if flat else 0, 3.0), ("s1.v1", 1, 0, 1.0)),
+            {"event": "review_round", "qualified": [{"skill": "s0.v1", "drift": 0.3, "severity": 1.0}] * 2},
+            {"event": "review", "skill": "s0.v1"},
+            obs(True, ("s1.v1", 1, 0, 2.0)),
+        ]
+        (run_dir / "memory" / "audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        phases = {"warmup": ["warmup"], "eval": ["eval"], "all": ["warmup", "eval"]}[p["phases"]]
+        records = [
+            {"position": i, "attempt": 0, "phase": ph, "status": "ok", "success": (i + seed) % 3 != 0}
+            for i, ph in enumerate(ph for ph in phases for _ in range(6))
+        ]
+        records.append({**records[0], "attempt": 1, "success": not records[0]["success"]})  # the last attempt counts
+        (run_dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return header
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> Runner:
+    import aecg_bench.run
+
+    r = Runner()
+    monkeypatch.setattr(aecg_bench.run, "run_from_config", r)
+    return r
+
+
+def test_the_protocol_runs_the_warm_up_then_each_variant_from_the_start_state(tmp_path, runner, capsys):
+    raw = composed(tmp_path, "experiment=aecg_rq3_drift_smoke", "mechanism.seeds=[0,2]")
+    path = P.run_mechanism(raw)
+    out = tmp_path / "aecg_rq3_drift-smoke"
+    assert path == out / "mechanisms.csv"
+    variants = ["dual_timescale", "cumulative_only", "no_governance"]
+    assert [
+        (c["experiment_name"], c["seed"], c["protocol"]["phases"], c["memory"].get("label")) for c in runner.calls
+    ] == [
+        (name, seed, phase, label)
+        for seed in (0, 2)
+        for name, phase, label in [
+            ("aecg_mechanisms_warmup-smoke", "warmup", None),
+            *(("aecg_rq3_drift-smoke", "eval", v) for v in variants),
+        ]
+    ]
+    for call in runner.calls:
+        assert "mechanism" not in call and call["protocol"]["warmup_fraction"] == 0.6
+        assert call["memory"]["params"]["recall"]["k_skills"] == 1  # the base's params, merged into
+    warm, *evals = runner.calls[:4]
+    assert warm["protocol"].get("start_state") is None and warm["memory"]["name"] == "aecg"
+    for call, v in zip(evals, variants, strict=True):
+        assert call["protocol"]["start_state"] == str(out / "start" / "seed=0" / "state.json")
+        assert call["memory"]["params"]["governance"] is (v != "no_governance")
+        assert call["memory"]["params"]["beliefs"]["fast"] is (v != "cumulative_only")
+    for seed in (0, 2):
+        start = out / "start" / f"seed={seed}"
+        state = json.loads((start / "state.json").read_text())
+        written = json.loads((start / "corruption.json").read_text())
+        assert state["framework"] == {"seed": seed}  # the latest snapshot of that seed's warm-up
+        assert written["seed"] == seed and written["corrupt"] == raw["mechanism"]["corrupt"]
+        assert {c["skill"] for c in written["skills"]} <= {"s0.v1", "s1.v1", "s2.v1"} and len(written["skills"]) == 2
+        by_id = {s["id"]: s for s in state["memory"]["store"]["skills"]}
+        for c in written["skills"]:
+            assert by_id[c["skill"]]["content"]["procedure"] == c["procedure_after"] != c["procedure_before"]
+    rows = csv_rows(path)
+    assert len(rows) == 2 * 3 * 5 and {r["test"] for r in rows} == {"rq3_drift"}
+    assert [(r["seed"], r["variant"]) for r in rows[::5]] == [(str(s), v) for s in (0, 2) for v in variants]
+    # seed 0's eval records: 4 of 6 succeed, and the retried first one now succeeds: 5 of 6
+    first = {r["quantity"]: float(r["value"]) for r in rows[:5]}
+    corrupted = {c["skill"] for c in json.loads((out / "start" / "seed=0" / "corruption.json").read_text())["skills"]}
+    uses = {"s0.v1": 1, "s1.v1": 2, "s2.v1": 0}  # before s0's review (the only one) / in the whole log
+    delays = [uses[c] for c in sorted(corrupted) if c == "s0.v1"]
+    censored = [uses[c] for c in sorted(corrupted) if c != "s0.v1"]
+    assert first == pytest.approx(
+        {
+            "uses_to_review": sum(delays) / len(delays) if delays else math.nan,
+            "never_reviewed": len(censored),
+            "censored_uses": sum(censored) / len(censored),
+            "polluted_failed_uses": sum(c in corrupted for c in ("s0.v1", "s1.v1")),
+            "post_corruption_success_pct": 500 / 6,
+        },
+        nan_ok=True,
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "rq3_drift seed=0 dual_timescale: " + ", ".join(
+        f"{r['quantity']}={float(r['value']):.2f}" for r in rows[:5]
+    )
+
+
+def test_rq2_full_stream_runs_are_named_apart_and_give_the_success(tmp_path, runner):
+    raw = composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[1]")
+    rows = csv_rows(P.run_mechanism(raw))
+    full = [c for c in runner.calls if c["experiment_name"] == "aecg_rq2_scope-smoke-full-stream"]
+    assert [(c["memory"]["label"], c["protocol"]["phases"], c["seed"]) for c in full] == [
+        ("hard_scope", "all", 1),
+        ("flat_scope", "all", 1),
+    ]
+    assert [c["memory"]["params"]["scope"]["mode"] for c in full] == ["hard", "flat"]
+    assert all(c["protocol"].get("start_state") is None for c in full)
+    assert not (tmp_path / "aecg_rq2_scope-smoke" / "start" / "seed=1" / "corruption.json").exists()
+    value = {(r["variant"], r["quantity"]): float(r["value"]) for r in rows}
+    # seed 1: 8 of the full run's 12 records succeed and 4 of the eval run's 6; the retried first item's
+    # last attempt fails: 7 of 12 and 3 of 6
+    assert value["hard_scope", "success"] == pytest.approx(700 / 12) and value["hard_scope", "eval_success_pct"] == 50.0
+    assert value["flat_scope", "cross_scope_use_pct"] == 50.0 and value["hard_scope", "cross_scope_use_pct"] == 0.0
+    assert value["hard_scope", "exposure"] == 2.0 and value["hard_scope", "selected_uses"] == 4.0
+
+
+def test_a_variant_or_full_run_that_returns_nothing_is_left_out_and_the_rest_measured(tmp_path, runner):
+    raw = composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[0]", "+mechanism.variants.skip={}")
+    rows = csv_rows(P.run_mechanism(raw))
+    assert {r["variant"] for r in rows} == {"hard_scope", "flat_scope"}
+    raw = composed(tmp_path, "experiment=aecg_rq4_triage_smoke", "mechanism.seeds=[0]", "mechanism.corrupt.min_uses=1")
+    raw["mechanism"]["corrupt"]["skills"] = 3
+    rows = csv_rows(P.run_mechanism(raw))
+    value = {(r["variant"], r["quantity"]): float(r["value"]) for r in rows}
+    assert value["random", "qualified_in_first_two_rounds_min"] == 2.0 and value["random", "reviews"] == 1.0
+    assert {r["test"] for r in rows} == {"rq4_triage"} and len(rows) == 3 * 5
+
+
+def test_every_level_is_corrupted_when_the_test_names_none(tmp_path, runner):
+    raw = composed(tmp_path, "experiment=aecg_rq3_drift", "mechanism.seeds=[0]", "model=mock_aecg")
+    raw["mechanism"]["corrupt"]["skills"] = 4
+    P.run_mechanism(raw)
+    written = json.loads((tmp_path / "aecg_rq3_drift" / "start" / "seed=0" / "corruption.json").read_text())
+    assert {c["level"] for c in written["skills"]} == {"agent", "team"}
+
+
+def test_the_command_line_prints_where_the_measures_are(tmp_path, capsys, monkeypatch):
+    import aecg_bench.mechanisms.protocol
+
+    seen = []
+    monkeypatch.setattr(
+        aecg_bench.mechanisms.protocol, "run_mechanism", lambda raw: seen.append(raw) or tmp_path / "m.csv"
+    )
+    assert main(["experiment=aecg_rq2_scope_smoke", "seed=3"]) == 0
+    assert capsys.readouterr().out == f"measures: {tmp_path / 'm.csv'}\n"
+    assert seen[0]["mechanism"]["test"] == "rq2_scope" and seen[0]["seed"] == 3
