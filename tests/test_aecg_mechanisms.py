@@ -342,6 +342,9 @@ def test_rq4_says_whether_drift_and_severity_rank_the_same_skill_first_in_the_fi
     ]
     t = metrics.triage_measures(rounds, [])
     assert t["drift_and_severity_agree_pct"] == 50.0 and t["qualified_in_first_two_rounds_min"] == 2
+    # the most degraded is also the most severe, the least degraded is not the least severe: they agree
+    spread = [{"event": "review_round", "qualified": [q("a", 0.5, 40), q("b", 0.4, 10), q("c", 0.1, 100)]}]
+    assert metrics.triage_measures(spread, [])["drift_and_severity_agree_pct"] == 100.0
 
 
 def test_an_eval_only_run_starts_from_the_given_state_and_its_identity_names_that_state(tmp_path):

@@ -103,6 +103,8 @@ def test_corruption_alters_a_seeded_sample_of_the_validated_skills_of_a_copy_and
         skill(f"s{i}.v1", "agent", ["move right" if i % 2 else "move left", "stop", f"step {i}"]) for i in range(6)
     ]
     skills[2]["uses"] = 0  # not validated
+    for s in skills:
+        s["belief"] = {"slow": {"alpha": 2.0, "beta": 1.0}}  # a slow mean of 2/3: recorded to six digits
     state = state_with(skills)
     before = json.dumps(state, sort_keys=True)
     out, record = corrupt(state, 3, seed=7, min_uses=1, min_reliability=0.5)
@@ -121,7 +123,7 @@ def test_corruption_alters_a_seeded_sample_of_the_validated_skills_of_a_copy_and
             "agent",
             3,
             4.0,
-            0.8,
+            0.666667,
         )
         kept = {k: v for k, v in by_id[r["skill"]].items() if k != "content"}
         assert kept == {k: v for k, v in original.items() if k != "content"}  # belief, history, exposure kept
@@ -298,12 +300,14 @@ def test_triage_measures_predicted_exposure_covered_and_failed_task_exposure():
 
 def test_merge_is_a_deep_copying_merge_that_the_change_wins():
     base = {"a": {"b": 1, "c": [1]}, "d": 2}
-    change = {"a": {"b": 3, "e": {"f": 4}}, "d": {"g": 5}}
+    change = {"a": {"b": 3, "e": {"f": 4}}, "d": {"g": 5}, "h": [[1]]}
     out = P.merge(base, change)
-    assert out == {"a": {"b": 3, "c": [1], "e": {"f": 4}}, "d": {"g": 5}}
+    assert out == {"a": {"b": 3, "c": [1], "e": {"f": 4}}, "d": {"g": 5}, "h": [[1]]}
     out["a"]["c"].append(2)
     out["a"]["e"]["f"] = 0
-    assert base == {"a": {"b": 1, "c": [1]}, "d": 2} and change["a"]["e"] == {"f": 4}
+    out["h"][0].append(2)
+    assert base == {"a": {"b": 1, "c": [1]}, "d": 2}
+    assert change == {"a": {"b": 3, "e": {"f": 4}}, "d": {"g": 5}, "h": [[1]]}
 
 
 _COMPOSED: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -586,7 +590,7 @@ class Runner:
                 "seed": raw["seed"],
             },
         }
-        if label == "skip":
+        if label == "skip" or (label == "skipfull" and p["phases"] == "all"):
             return None
         run_dir = P.results_dir_of(header)
         seed = raw["seed"]
@@ -656,6 +660,11 @@ def test_the_protocol_runs_the_warm_up_then_each_variant_from_the_start_state(tm
         by_id = {s["id"]: s for s in state["memory"]["store"]["skills"]}
         for c in written["skills"]:
             assert by_id[c["skill"]]["content"]["procedure"] == c["procedure_after"] != c["procedure_before"]
+        warm = P.results_dir_of(runner(runner.calls[0] | {"seed": seed}))
+        assert (state, written["skills"]) == corrupt(
+            P.latest_state(warm), 2, seed, min_uses=1, min_reliability=0.5, levels=("agent",)
+        )
+    assert raw["mechanism"]["seeds"] == [0, 2]  # the caller's config is left as it was
     rows = csv_rows(path)
     assert len(rows) == 2 * 3 * 5 and {r["test"] for r in rows} == {"rq3_drift"}
     assert [(r["seed"], r["variant"]) for r in rows[::5]] == [(str(s), v) for s in (0, 2) for v in variants]
@@ -701,15 +710,44 @@ def test_rq2_full_stream_runs_are_named_apart_and_give_the_success(tmp_path, run
 
 
 def test_a_variant_or_full_run_that_returns_nothing_is_left_out_and_the_rest_measured(tmp_path, runner):
-    raw = composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[0]", "+mechanism.variants.skip={}")
+    raw = composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[0,1]")
+    variants = raw["mechanism"]["variants"]
+    raw["mechanism"]["variants"] = {"skip": {}, "skipfull": {}, **variants}
     rows = csv_rows(P.run_mechanism(raw))
-    assert {r["variant"] for r in rows} == {"hard_scope", "flat_scope"}
+    assert [(r["seed"], r["variant"]) for r in rows[::5]] == [
+        (s, v) for s in ("0", "1") for v in ("hard_scope", "flat_scope")
+    ]
+    assert "mechanism" in raw and raw["mechanism"]["variants"]["skip"] == {}  # the caller's config is untouched
     raw = composed(tmp_path, "experiment=aecg_rq4_triage_smoke", "mechanism.seeds=[0]", "mechanism.corrupt.min_uses=1")
     raw["mechanism"]["corrupt"]["skills"] = 3
     rows = csv_rows(P.run_mechanism(raw))
     value = {(r["variant"], r["quantity"]): float(r["value"]) for r in rows}
     assert value["random", "qualified_in_first_two_rounds_min"] == 2.0 and value["random", "reviews"] == 1.0
     assert {r["test"] for r in rows} == {"rq4_triage"} and len(rows) == 3 * 5
+
+
+def test_rq2_without_full_stream_runs_reports_the_eval_measures_only(tmp_path, runner):
+    raw = composed(tmp_path, "experiment=aecg_rq2_scope_smoke", "mechanism.seeds=[0]", "mechanism.full_stream=false")
+    rows = csv_rows(P.run_mechanism(raw))
+    assert [r["quantity"] for r in rows[:4]] == ["cross_scope_use_pct", "eval_success_pct", "exposure", "selected_uses"]
+    assert len(rows) == 8 and not any(c["experiment_name"].endswith("-full-stream") for c in runner.calls)
+
+
+def test_the_validated_pool_follows_the_configured_bounds(tmp_path, runner):
+    raw = composed(tmp_path, "experiment=aecg_rq3_drift_smoke", "mechanism.seeds=[0]", "mechanism.corrupt.min_uses=4")
+    with pytest.raises(ConfigError, match=r"has 0 validated skills \(active, used >= 4, slow mean >= 0.5, level in"):
+        P.run_mechanism(raw)
+    raw = composed(tmp_path, "experiment=aecg_rq3_drift_smoke", "mechanism.seeds=[0]")
+    raw["mechanism"]["corrupt"]["min_reliability"] = 0.85
+    with pytest.raises(ConfigError, match=r"has 0 validated skills \(active, used >= 1, slow mean >= 0.85, level in"):
+        P.run_mechanism(raw)
+
+
+def test_a_config_without_a_mechanism_test_is_refused(tmp_path, runner):
+    raw = composed(tmp_path, "framework=agentnet")
+    with pytest.raises(ConfigError, match=r"^mechanism.test None is not one of"):
+        P.run_mechanism(raw)
+    assert runner.calls == []
 
 
 def test_every_level_is_corrupted_when_the_test_names_none(tmp_path, runner):
@@ -720,13 +758,40 @@ def test_every_level_is_corrupted_when_the_test_names_none(tmp_path, runner):
     assert {c["level"] for c in written["skills"]} == {"agent", "team"}
 
 
-def test_the_command_line_prints_where_the_measures_are(tmp_path, capsys, monkeypatch):
+def test_the_command_line_prints_where_the_measures_are(tmp_path, capsys, monkeypatch, recwarn):
     import aecg_bench.mechanisms.protocol
 
     seen = []
     monkeypatch.setattr(
         aecg_bench.mechanisms.protocol, "run_mechanism", lambda raw: seen.append(raw) or tmp_path / "m.csv"
     )
+    monkeypatch.setenv("AECG_DATA_ROOT", str(tmp_path / "data"))
     assert main(["experiment=aecg_rq2_scope_smoke", "seed=3"]) == 0
     assert capsys.readouterr().out == f"measures: {tmp_path / 'm.csv'}\n"
     assert seen[0]["mechanism"]["test"] == "rq2_scope" and seen[0]["seed"] == 3
+    assert seen[0]["runtime"]["data_root"] == str(tmp_path / "data")  # interpolations resolved
+    assert not [w for w in recwarn if "version_base" in str(w.message)]  # Hydra's 1.3 defaults, named
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("protocol.nope=1", "error: Could not override 'protocol.nope'.: Key 'nope' is not in struct"),
+        ("~nothing", "error: Could not delete from config. 'nothing' does not exist."),  # an error with no cause
+    ],
+)
+def test_a_hydra_error_is_its_message_and_its_causes_first_lines(tmp_path, capsys, override, line):
+    assert main(["experiment=aecg_rq2_scope_smoke", override, f"runtime.results_root={tmp_path}"]) == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_an_error_without_a_readable_cause_is_its_own_message(tmp_path, capsys, monkeypatch):
+    import hydra
+    from hydra.errors import ConfigCompositionException
+
+    def compose(**kw: Any) -> None:
+        raise ConfigCompositionException("the defaults list is broken") from ValueError("")
+
+    monkeypatch.setattr(hydra, "compose", compose)
+    assert main(["experiment=aecg_rq2_scope_smoke"]) == 2
+    assert capsys.readouterr().err == "error: the defaults list is broken\n"

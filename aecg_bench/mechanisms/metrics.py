@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def success_pct(records: list[dict[str, Any]], phases: tuple[str, ...] = ("eval",)) -> float:
+def success_pct(records: list[dict[str, Any]], phases: tuple[str, ...]) -> float:
     """Success rate (%) of the scored records of the given phases (an infra error is not a score)."""
     scored = [r for r in records if r["phase"] in phases and r["status"] != "infra_error"]
     return 100.0 * sum(bool(r["success"]) for r in scored) / len(scored) if scored else float("nan")

@@ -58,13 +58,13 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
     """Run a mechanism experiment (all seeds, all variants); returns its mechanisms.csv."""
     from aecg_bench.run import run_from_config
 
-    raw = copy.deepcopy(raw)
+    raw = dict(raw)  # the caller's config keeps its `mechanism`
     mech = raw.pop("mechanism", None) or {}
     check(mech, raw)
     out_dir = Path(raw["runtime"]["results_root"]) / raw["experiment_name"]
     rows: list[dict[str, Any]] = []
     for seed in mech.get("seeds") or [raw["seed"]]:
-        base = {**copy.deepcopy(raw), "seed": seed}
+        base = {**raw, "seed": seed}  # never mutated: every run's config is a deep-copying `merge` of it
         warm = merge(base, {"experiment_name": mech["warmup_name"], "protocol": {"phases": "warmup"}})
         final = run_from_config(warm)
         if final is None or final["status"] != "complete":
@@ -116,8 +116,7 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
                 for q, v in measures.items()
             ]
             print(f"{mech['test']} seed={seed} {name}: " + ", ".join(f"{q}={v:.2f}" for q, v in measures.items()))
-    path = out_dir / "mechanisms.csv"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "mechanisms.csv"  # out_dir exists: every seed wrote its start state there
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
