@@ -747,6 +747,8 @@ def test_a_config_without_a_mechanism_test_is_refused(tmp_path, runner):
     raw = composed(tmp_path, "framework=agentnet")
     with pytest.raises(ConfigError, match=r"^mechanism.test None is not one of"):
         P.run_mechanism(raw)
+    with pytest.raises(ConfigError, match=r"^mechanism.test None is not one of"):  # no `mechanism` key at all
+        P.run_mechanism({k: v for k, v in raw.items() if k != "mechanism"})
     assert runner.calls == []
 
 
