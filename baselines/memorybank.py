@@ -92,7 +92,9 @@ class MemoryBankParams(Params):
     top_k: int = Field(2, ge=0, description="memories recalled per query")
     initial_strength: float = Field(1.0, gt=0, description="S of a new memory (paper: 1)")
     strength_increment: float = Field(1.0, ge=0, description="S += this on each recall (paper: 1)")
-    max_strength: float | None = Field(None, gt=0, description="cap on S (SiliconFriend's first version: 3 levels); none")
+    max_strength: float | None = Field(
+        None, gt=0, description="cap on S (SiliconFriend's first version: 3 levels); none"
+    )
     time_unit_tasks: float = Field(5.0, gt=0, description="tasks per unit of t (SiliconFriend's /5)")
     forgetting: Literal["threshold", "resample"] = Field(
         "threshold", description="one seeded draw per memory (survival = R) or a new draw per pass"

@@ -56,7 +56,8 @@ def table1_root(tmp_path_factory) -> Path:
 
 def test_arms_pin_backbone_protocol_and_labels(tmp_path):
     """Single-backbone rows send every call to pool backbone i under its own label; ensemble rows
-    keep the pool; each row runs its paper's protocol; only the Router learns from the environment."""
+    keep the pool; each row runs its paper's protocol; no row learns from the environment, and Router
+    and EDV learn from the same source (the distiller's assessment) unless both get labels."""
     pool = {"backbone_1": "mock-solver", "backbone_2": "mock-idle", "backbone_3": "mock-skeptic"}
     for arm, (memory, mode) in {
         "nm_b2": ("no_memory", "online"),
@@ -64,10 +65,15 @@ def test_arms_pin_backbone_protocol_and_labels(tmp_path):
         "judge": ("judge", "online"),
         "router": ("router", "build_then_freeze"),
         "edv": ("edv", "build_then_freeze"),
+        "router_env": ("router", "build_then_freeze"),
+        "edv_labelled": ("edv", "build_then_freeze"),
     }.items():
         cfg = _cfg(tmp_path, f"arm={arm}")
         assert (cfg.memory.name, cfg.protocol.mode) == (memory, mode), arm
-        assert cfg.protocol.label_source == ("environment" if arm == "router" else "none"), arm
+        labelled = arm in ("router_env", "edv_labelled")
+        assert cfg.protocol.label_source == ("environment" if labelled else "none"), arm
+        if memory in ("router", "edv"):
+            assert cfg.memory.params["ability_from"] == ("labels" if labelled else "distiller"), arm
         assert cfg.model.roles["user_simulator"] == "mock-solver", arm  # one tau2 user for every row
         if arm[-2:-1] == "b":
             label = pool[f"backbone_{arm[-1]}"]
