@@ -26,6 +26,8 @@ from aecg_bench.analysis.edv_plan import estimate, parse_sizes
 from aecg_bench.analysis.load import load
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.config import parse_run_config
+from aecg_bench.runner.identity import results_dir_of
+from aecg_bench.runner.records import RunDir
 
 
 def _script(name: str):
@@ -106,6 +108,41 @@ def test_sweep_points_get_their_own_results_folders(tmp_path):
     }
     tau = parse_run_config(compose(["experiment=edv_fig6_threshold", *TINY, "arm=edv_tau70"], tmp_path))
     assert (tau.memory.params["shared_threshold"], tau.memory.params["private_threshold"]) == (0.70, 0.75)
+
+
+def _build_recalls(final: dict) -> dict[tuple[int, str], list[list[str]]]:
+    """Per (epoch, build task): the memory ids each of its rollouts recalled."""
+    rd = RunDir(results_dir_of(final))
+    out = {}
+    for r in rd.records():
+        if r["phase"] == "build":
+            rollouts = rd.read_trajectory(r["position"], r["attempt"])["rollouts"]
+            out[r["epoch"], r["sample_id"]] = [
+                sorted({m for d in ro["episode"]["trajectory"]["decisions"] for m in d["recalled_memory_ids"]})
+                for ro in rollouts
+            ]
+    return out
+
+
+def test_fig4_a_second_epoch_changes_both_methods_build_rollouts(tmp_path):
+    """Fig. 4's epochs mean the same for EDV and RB (docs/memory/edv.md): a pass over the build split whose
+    rollouts read what earlier tasks and epochs stored. So the first build task, blind in epoch 1, reads
+    stored items in every rollout of epoch 2, for both methods."""
+    sweep = (REPO / "conf/experiment/edv_fig4_epochs.yaml").read_text()
+    assert "arm: edv,rb_b3" in sweep
+    for arm, rollouts in (("edv", 4), ("rb_b3", 1)):
+        overrides = ["experiment=edv_fig4_epochs", f"arm={arm}", *TINY, "protocol.build_epochs=2"]
+        recalls = _build_recalls(run_from_config(compose(overrides, tmp_path / arm)))
+        first, second = "train-0", "train-1"
+        assert recalls[0, first] == [[]] * rollouts, arm  # nothing stored yet
+        assert all(recalls[0, second]), arm  # within an epoch too: the first task's items
+        assert len(recalls[1, first]) == rollouts and all(recalls[1, first]), arm
+    # the official toy code's reading (executors blind) is a knob, not the default
+    overrides = ["experiment=edv_fig4_epochs", "arm=edv", *TINY, "protocol.build_epochs=2"]
+    blind = _build_recalls(
+        run_from_config(compose([*overrides, "memory.params.execute_with_memory=false"], tmp_path / "blind"))
+    )
+    assert all(ids == [] for rollouts in blind.values() for ids in rollouts)
 
 
 def test_fig5_counts_retrieved_memories_in_items_for_both_methods(tmp_path):
