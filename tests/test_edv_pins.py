@@ -545,6 +545,19 @@ def test_by_default_each_task_draws_its_judge_from_the_pool_and_the_others_answe
             judges[seed, i] = judged_by
     assert set(judges.values()) == {"ma", "mb", "mc"}  # every member judges some tasks
     assert any(judges[0, i] != judges[1, i] for i in range(12))  # the draw follows the run seed
+    assert judges == {
+        (seed, i): random.Random(stable_seed("judge", seed, f"t{i}")).choice(["ma", "mb", "mc"])
+        for seed in (0, 1)
+        for i in range(12)
+    }
+    services, proxy = _judge_services("Best: 1")
+    pair = registry.build("memory", "judge", {"pool": ["ma", "mb"]}, services=services)
+    for i in range(6):  # of two members one judges, so the other answers alone and nobody is asked
+        rollout = _PoolRollout(em.task(f"t{i}"))
+        episode, _ = pair.solve(em.task(f"t{i}"), rollout)
+        assert [c[0] for c in rollout.calls] == [m for m in ("ma", "mb") if m != pair.judge_for(em.task(f"t{i}"))]
+        assert "adjudication" not in episode.trajectory.metadata
+    assert proxy.calls == []
 
 
 def test_an_unparsable_judgement_falls_back_to_the_first_attempt_and_says_so():
@@ -593,8 +606,8 @@ def test_the_judges_last_best_line_counts_and_must_name_an_attempt():
 # -- Router ---------------------------------------------------------------------------------------
 
 
-def _router(params=None, *, scripts=None, seed=0):
-    proxy = _Proxy(em.pool_client(scripts))
+def _router(params=None, *, scripts=None, seed=0, **temperatures):
+    proxy = _Proxy(em.pool_client(scripts, **temperatures))
     services = em.services(proxy, seed=seed)  # type: ignore[arg-type]
     return registry.build("memory", "router", params or {}, services=services), services, proxy
 
@@ -613,17 +626,19 @@ def test_the_router_learns_from_edvs_draw_and_its_distillers_unlabelled_assessme
     assert (call["model"], call["role"]) == (a.distiller, "distiller") and "outcome:" not in call["user"]
     assert "strict third-party evaluator" in call["system"]  # EDV's Distill prompt: 1-2 success, 3-4 failure
     assert router.ability.record(e1, "cancel") == (2, 2) and router.ability.record(e2, "cancel") == (0, 2)
-    probes = [e for e in services.audit.read() if e["event"] == "probe"]
-    assert [(p["model"], p["success"], p["source"]) for p in probes] == [
-        (e1, True, "distiller"),
-        (e1, True, "distiller"),
-        (e2, False, "distiller"),
-        (e2, False, "distiller"),
+    assert (call["temperature"], call["max_tokens"]) == (0.0, router.pool.specs[a.distiller].max_tokens)
+    probes = [{k: v for k, v in e.items() if k != "seq"} for e in services.audit.read() if e["event"] == "probe"]
+    assert probes == [
+        {"event": "probe", "task": "t1", "task_type": "cancel", "model": m, "success": ok, "source": "distiller"}
+        for m, ok in ((e1, True), (e1, True), (e2, False), (e2, False))
     ]
     router.build(t, _PoolRollout(t))
-    assigns = [(e["visit"], e["executors"]) for e in services.audit.read() if e["event"] == "assign"]
+    assigns = [{k: v for k, v in e.items() if k != "seq"} for e in services.audit.read() if e["event"] == "assign"]
     visit1 = router.pool.assign(StagePlan(), seed=0, task_id="t1", visit=1)
-    assert assigns == [(0, [e1, e2]), (1, list(visit1.executors))]  # each visit draws again, as EDV's
+    assert assigns == [  # each visit draws again, as EDV's
+        {"event": "assign", "task": "t1", "visit": v, "executors": list(x.executors), "distiller": x.distiller}
+        for v, x in ((0, a), (1, visit1))
+    ]
     labelled, _, proxy = _router({"ability_from": "labels"})
     labelled.build(t, _PoolRollout(t, succeeds=(e2,)))
     assert proxy.calls == []  # no distiller
@@ -651,7 +666,11 @@ def test_the_router_skips_unassessed_candidates_and_episodes_without_one_pool_mo
     t = em.task("t1")
     router.build(t, _PoolRollout(t, succeeds=("ma", "mb", "mc")))
     skips = [e for e in _plain(services.audit.read()) if e["event"] == "skip"]
-    assert [(e["purpose"], e["reason"], e["source"]) for e in skips] == [("probe", "no_label", "distiller")] * 4
+    a = router.pool.assign(StagePlan(), seed=0, task_id="t1", visit=0)
+    assert skips == [
+        {"event": "skip", "purpose": "probe", "reason": "no_label", "task": "t1", "model": m, "source": "distiller"}
+        for m in (a.executors[0], a.executors[0], a.executors[1], a.executors[1])
+    ]
     assert router.ability.cells == {}
     ep = _episode(True)
     router.observe(ep)  # no decisions: no model to credit
@@ -675,9 +694,10 @@ def test_online_the_routed_models_episode_is_assessed_by_another_pool_model():
     )
     router.observe(ep)
     (call,) = proxy.calls
-    assert (
-        call["role"] == "distiller" and call["model"] in ("ma", "mc") and "### Candidate 1 (executor 1)" in call["user"]
-    )
+    drawn = random.Random(stable_seed("router-assess", 3, "t1")).choice(["ma", "mc"])
+    assert (call["role"], call["model"]) == ("distiller", drawn) and "### Candidate 1 (executor 1)\n" in call["user"]
+    draws = {random.Random(stable_seed("router-assess", seed, "t1")).choice(["ma", "mc"]) for seed in range(8)}
+    assert draws == {"ma", "mc"}  # so the pinned draw tells the seed, the task and the salt apart
     assert router.ability.record("mb", "cancel") == (1, 1)  # the script's assessment: candidate 1 succeeded
     assert services.audit.read()[-1]["event"] == "outcome" and services.audit.read()[-1]["model"] == "mb"
     labelled, _, proxy = _router({"ability_from": "labels"})
@@ -685,19 +705,32 @@ def test_online_the_routed_models_episode_is_assessed_by_another_pool_model():
     assert proxy.calls == [] and labelled.ability.record("mb", "cancel") == (0, 1)
 
 
-def test_router_params_reach_its_ability_matrix_and_its_plan():
+def test_router_params_reach_its_ability_matrix_its_plan_and_its_stages():
     params = {"prior_strength": 4.0, "confidence": 0.0, "n_executors": 1, "candidates_per_executor": 3}
     router, _, _ = _router(params)
     assert (router.ability.prior_strength, router.ability.confidence) == (4.0, 0.0)
     rollout = _PoolRollout(em.task())
     router.build(em.task(), rollout)
     assert [c[1] for c in rollout.calls] == [1, 2, 3] and len({c[0] for c in rollout.calls}) == 1
+    stages = {"execute_temperature": 0.5, "distill_temperature": 0.2, "distill_max_tokens": 77}
+    router, _, proxy = _router(stages)
+    rollout = em.ScriptedRollout(em.task(), router)
+    router.build(em.task(), rollout)
+    assert {(c["temperature"], c["use_memory"], c["usage_role"]) for c in rollout.calls} == {(0.5, False, "executor")}
+    assert (proxy.calls[0]["temperature"], proxy.calls[0]["max_tokens"]) == (0.2, 77)
+    own = _router(mb=0.7)[0]
+    for i in range(6):
+        rollout = em.ScriptedRollout(em.task(f"t{i}"), own)
+        own.build(em.task(f"t{i}"), rollout)
+        assert all(c["temperature"] == (0.7 if c["model"] == "mb" else 0.0) for c in rollout.calls)
     with pytest.raises(ConfigError, match=r"^memory 'router' needs the run's LLM client \(its model pool\)$"):
         registry.build("memory", "router", {}, services=_no_llm())
     two = {m: [] for m in ("ma", "mb")}
-    with pytest.raises(ConfigError, match="third-party distillation needs a pool model outside the 2 executors"):
-        _router(scripts=two)
-    assert _router({"ability_from": "labels"}, scripts=two)[0].pool.members == ("ma", "mb")
+    for mode in ("distiller", "labels"):  # both modes draw EDV's executors and distiller
+        with pytest.raises(ConfigError, match="third-party distillation needs a pool model outside the 2 executors"):
+            _router({"ability_from": mode}, scripts=two)
+    four = {m: [] for m in ("ma", "mb", "mc", "md")}
+    assert _router({"pool": ["mb", "mc", "md"]}, scripts=four)[0].pool.members == ("mb", "mc", "md")
 
 
 # -- the method: one construction's record, state and inference -----------------------------------

@@ -77,17 +77,16 @@ class JudgeEnsemble(NoMemory):
         return random.Random(stable_seed("judge", self.services.seed, task.id)).choice(self.pool.members)
 
     def solve(self, task: Task, rollout: Rollout) -> tuple[Episode, Score]:
-        if len(self.pool.members) == 1:
-            return rollout(model=self.pool.members[0], sample_index=0, use_memory=False, usage_role="solver")
         judge = self.judge_for(task)
-        contestants = [label for label in self.pool.members if label != judge]
+        # a one-model pool has no one else to answer: its model answers alone and nobody judges
+        contestants = [label for label in self.pool.members if label != judge] or list(self.pool.members)
         results = [
             rollout(model=label, sample_index=self.pool.members.index(label), use_memory=False, usage_role="solver")
             for label in contestants
         ]
         if len(results) == 1:
             return results[0]
-        candidates = [Candidate(i + 1, f"attempt {i + 1}", ep.trajectory, "") for i, (ep, _) in enumerate(results)]
+        candidates = [Candidate(i + 1, "", ep.trajectory, "") for i, (ep, _) in enumerate(results)]  # no labels shown
         system, user = judge_messages(task, candidates, max_chars=self.params.max_chars_per_candidate)
         assert self.services.llm is not None
         spec = self.services.llm.models[judge]

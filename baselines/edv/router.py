@@ -39,7 +39,7 @@ from aecg_bench.errors import ConfigError
 from aecg_bench.types import Episode, MemoryItem, RecallQuery, Task
 from baselines.edv.ability import AbilityMatrix, task_type_of
 from baselines.edv.distill import distill
-from baselines.edv.execute import Executed, execute, outcome_text
+from baselines.edv.execute import execute
 from baselines.edv.method import AbilitySource
 from baselines.edv.pool import Pool, StagePlan
 from baselines.edv.prompts import Candidate
@@ -82,9 +82,8 @@ class AbilityRouter(MemoryMethod):
             execute_temperature=p.execute_temperature,
             distill_temperature=p.distill_temperature,
         )
-        # labels need no distiller, so a pool of n_executors models is enough
-        by = "third_party" if p.ability_from == "distiller" else "executor"
-        self.plan = StagePlan(n_executors=p.n_executors, distill_by=by, verify_by="none")
+        # EDV's draw in both modes, so labels and the distiller judge the same executors' candidates
+        self.plan = StagePlan(n_executors=p.n_executors)
         self.pool.check(self.plan)
         self.ability = AbilityMatrix(p.prior_strength, p.confidence)
         self.visits: dict[str, int] = {}
@@ -103,9 +102,11 @@ class AbilityRouter(MemoryMethod):
             )[0]
 
         executed = execute(assignment, self.pool, self.params.candidates_per_executor, run_once)
-        evidence = self._evidence(task, executed, assignment.distiller)
+        probes = [(e.model, e.candidate, e.episode.outcome.success) for e in executed]
+        evidence = self._evidence(task, probes, assignment.distiller)
         self.visits[task.id] = visit + 1
-        self.audit.record("assign", task=task.id, visit=visit, **assignment.to_dict())
+        roles = {"executors": list(assignment.executors), "distiller": assignment.distiller}
+        self.audit.record("assign", task=task.id, visit=visit, **roles)
         self._learn(task, evidence, "probe")
 
     def observe(self, episode: Episode) -> None:
@@ -114,29 +115,31 @@ class AbilityRouter(MemoryMethod):
         if len(used) != 1:
             self.audit.record("skip", purpose="observe", reason="not_one_pool_model", task=episode.task.id, models=used)
             return
-        others = [m for m in self.pool.members if m != used[0]] or [used[0]]
+        others = [m for m in self.pool.members if m != used[0]]
         assessor = random.Random(stable_seed("router-assess", self.services.seed, episode.task.id)).choice(others)
-        candidate = Candidate(1, "executor 1", episode.trajectory, outcome_text(episode))
-        executed = [Executed(candidate, used[0], episode, 0.0, 0)]
-        self._learn(episode.task, self._evidence(episode.task, executed, assessor), "outcome")
+        candidate = Candidate(1, "executor 1", episode.trajectory, "")  # no outcome shown
+        probe = (used[0], candidate, episode.outcome.success)
+        self._learn(episode.task, self._evidence(episode.task, [probe], assessor), "outcome")
 
-    def _evidence(self, task: Task, executed: list[Executed], distiller: str) -> list[tuple[str, bool | None]]:
-        """(model, success) per candidate: the distiller's verdict (None: not assessed) or the run's label."""
+    def _evidence(
+        self, task: Task, probes: list[tuple[str, Candidate, bool | None]], distiller: str
+    ) -> list[tuple[str, bool | None]]:
+        """(model, success) per probe (model, candidate, outcome label): the distiller's verdict (None:
+        not assessed) or the run's label."""
         if self.params.ability_from == "labels":
-            return [(e.model, e.episode.outcome.success) for e in executed]
+            return [(model, label) for model, _, label in probes]
         p = self.params
         assessed = distill(
             self,
             task,
-            [e.candidate for e in executed],
+            [candidate for _, candidate, _ in probes],
             distiller=distiller,
             temperature=self.pool.temperature(distiller, "distill"),
             max_items=p.max_items,
             max_chars=p.max_chars_per_candidate,
             max_tokens=p.distill_max_tokens or self.pool.specs[distiller].max_tokens,
-            show_outcome=False,
         ).assessed
-        return [(e.model, assessed.get(e.candidate.number)) for e in executed]
+        return [(model, assessed.get(candidate.number)) for model, candidate, _ in probes]
 
     def _learn(self, task: Task, evidence: list[tuple[str, bool | None]], event: str) -> None:
         source = self.params.ability_from
@@ -157,7 +160,7 @@ class AbilityRouter(MemoryMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.ability.load_state_dict(state["ability"])
-        self.visits = {str(k): int(v) for k, v in state.get("visits", {}).items()}
+        self.visits = {str(k): int(v) for k, v in state["visits"].items()}
 
     def stats(self) -> dict[str, float]:
         return {"observations": float(sum(n for _, _, _, n in self.ability.state_dict()))}
