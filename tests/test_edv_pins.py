@@ -694,11 +694,16 @@ def test_online_the_routed_models_episode_is_assessed_by_another_pool_model():
     )
     router.observe(ep)
     (call,) = proxy.calls
-    drawn = random.Random(stable_seed("router-assess", 3, "t1")).choice(["ma", "mc"])
-    assert (call["role"], call["model"]) == ("distiller", drawn) and "### Candidate 1 (executor 1)\n" in call["user"]
-    draws = {random.Random(stable_seed("router-assess", seed, "t1")).choice(["ma", "mc"]) for seed in range(8)}
-    assert draws == {"ma", "mc"}  # so the pinned draw tells the seed, the task and the salt apart
+    assert call["role"] == "distiller" and "### Candidate 1 (executor 1)\n" in call["user"]
     assert router.ability.record("mb", "cancel") == (1, 1)  # the script's assessment: candidate 1 succeeded
+    drawn, expected = [], []
+    for seed in range(8):  # the assessor is drawn from (salt, run seed, task id) among the other members
+        for task_id in ("t1", "t2"):
+            other, _, other_proxy = _router(seed=seed)
+            other.observe(replace(ep, task=em.task(task_id)))
+            drawn.append(other_proxy.calls[0]["model"])
+            expected.append(random.Random(stable_seed("router-assess", seed, task_id)).choice(["ma", "mc"]))
+    assert drawn == expected and set(drawn) == {"ma", "mc"}
     assert services.audit.read()[-1]["event"] == "outcome" and services.audit.read()[-1]["model"] == "mb"
     labelled, _, proxy = _router({"ability_from": "labels"})
     labelled.observe(ep)
