@@ -232,6 +232,7 @@ class AgentContext:
     trajectory: Trajectory
     rng: random.Random
     seed: int
+    run_seed: int = 0  # the run's seed, the same for every sample (what a framework draws once per run)
     retrieval: str = "per_task"  # per_task | per_decision
     max_invalid_actions: int = 3
     max_steps: int | None = None  # protocol-wide cap below each task's own step limit (smoke presets)
