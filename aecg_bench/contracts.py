@@ -255,8 +255,8 @@ class Framework(Component, ABC):
         """Learn from a finished, labelled episode; default: the framework does not adapt."""
 
     def randomness(self) -> list[str]:
-        """What the sample's seeded rng (`AgentContext.rng`) decides in this configuration, for run.json's
-        `seed_effects`; default: nothing."""
+        """What the sample's seeded rng (`AgentContext.rng`) or the run seed (`AgentContext.run_seed`) decides in
+        this configuration, for run.json's `seed_effects`; default: nothing."""
         return []
 
     def state_dict(self) -> dict[str, Any]:
