@@ -87,17 +87,24 @@ _ROUTE_CUE, _VERDICT_CUE = "Decision:", "Verdict (APPROVE, or REJECT: <reason>):
 _FIRST_OPTION = re.compile(r"one of:\n([A-Z]+)\b")
 
 
+def route_reply(request: Request) -> str | None:
+    """What a model that keeps its tasks answers an AgentNet router: the first option offered (EXECUTE, or
+    COMPLETE after a part). None when the request is no routing decision. Scripted policies that play the
+    agents but not the routers use it, so AgentNet's routers get a decision (an unreadable one is re-asked
+    until the sample ends)."""
+    if not last_text(request, ("user",)).rstrip().endswith(_ROUTE_CUE):
+        return None
+    system = str(request.messages[0].get("content") or "") if request.messages else ""
+    m = _FIRST_OPTION.search(system)
+    return m.group(1) if m else None
+
+
 def _coordination(request: Request) -> str | None:
-    """The oracle's reply to a decision that is no environment action: a router names the first option it is
-    offered (EXECUTE, or COMPLETE after a part: the holder keeps the task), a critic approves; None otherwise."""
-    last = last_text(request, ("user",)).rstrip()
-    if last.endswith(_VERDICT_CUE):
+    """The oracle's reply to a decision that is no environment action: a route (`route_reply`) or, to a
+    critic, an approval; None otherwise."""
+    if last_text(request, ("user",)).rstrip().endswith(_VERDICT_CUE):
         return "APPROVE"
-    if last.endswith(_ROUTE_CUE):
-        system = str(request.messages[0].get("content") or "") if request.messages else ""
-        m = _FIRST_OPTION.search(system)
-        return m.group(1) if m else None
-    return None
+    return route_reply(request)
 
 
 def _oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
