@@ -314,7 +314,7 @@ class EnvLoop:
         return True
 
     def readable(self) -> None:
-        """A reply that was read (a route, a verdict): the run of unparsable outputs is broken."""
+        """A reply that was read though it is no action (a route, a hand-over): the run of unparsable outputs ends."""
         self.unparsable_in_row = 0
 
     def unparsable(self, output: str, *, action: bool = True) -> bool:

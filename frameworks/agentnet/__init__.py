@@ -34,7 +34,8 @@ One task is a relay (AgentNet experiment.py `solve_a_single_task`):
 Cross-task state (abilities, success counts, weights, pools) lives in the
 framework object and changes only in `observe(episode)`, which the runner
 calls for the finished rollouts of the items it may learn from, live and when
-it replays stored rollouts on resume; `state_dict()` / `load_state_dict()` go into every memory snapshot.
+it replays stored rollouts on resume; `state_dict()` / `load_state_dict()` go
+into every memory snapshot.
 Agents start identical as in the original (`initial_abilities` and `models`
 differentiate them). Every constant, its source and every departure from the
 original: docs/frameworks/agentnet.md.
