@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fw_helpers import run_task, scripted_llm
@@ -359,21 +360,24 @@ def text_with_tool_call_policy(request: Request, spec: ModelSpec) -> str | Provi
     return "Anything else?"
 
 
-@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
-def test_text_sent_with_a_tool_call_counts_for_communicate_and_stays_in_the_agents_history(shared_data, framework):
-    b = bench(shared_data, "mock")
+def converse(b: Tau2Benchmark, framework: str, policy: Any, **params: Any) -> tuple[Any, Any, list[Request]]:
+    """mock task create_task_1 under `framework` with a scripted policy: (environment, trajectory, requests)."""
     sample = next(s for s in b.samples("all") if s.gold["task_id"] == "create_task_1")
     seen: list[Request] = []
 
-    def policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    def recording(request: Request, spec: ModelSpec) -> str | ProviderResult:
         seen.append(request)
-        return text_with_tool_call_policy(request, spec)
+        return policy(request, spec)
 
-    llm = scripted_llm(policy)
+    llm = scripted_llm(recording)
     env = b.make_env(sample, EnvContext(llm=llm, seed=0))
-    traj = run_task(
-        build("framework", framework, {"max_steps": 8} if framework != "single" else {}), sample.task, env, llm
-    )
+    return env, run_task(build("framework", framework, params), sample.task, env, llm), seen
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_text_sent_with_a_tool_call_counts_for_communicate_and_stays_in_the_agents_history(shared_data, framework):
+    params = {"max_steps": 8} if framework != "single" else {}
+    env, traj, seen = converse(bench(shared_data, "mock"), framework, text_with_tool_call_policy, **params)
     score = env.score()
     tool_steps = [s.action for s in traj.steps if s.action.kind == "tool"]
     assert [a.text for a in tool_steps] == ["Creating it now.", f"{TEXT_WITH_CALL}."]
@@ -394,16 +398,7 @@ def test_tau2s_system_prompt_is_the_system_message_not_a_user_turn(shared_data, 
     """tau2's LLMAgent sends SYSTEM_PROMPT (instructions + policy) as the system message and the user's words as
     user turns. The single agent is that agent exactly; the teams' agents get it at the head of theirs."""
     b = bench(shared_data, "mock")
-    sample = next(s for s in b.samples("all") if s.gold["task_id"] == "create_task_1")
-    seen: list[Request] = []
-
-    def policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
-        seen.append(request)
-        return mock_conversation_policy(request, spec)
-
-    llm = scripted_llm(policy)
-    env = b.make_env(sample, EnvContext(llm=llm, seed=0))
-    run_task(build("framework", framework, {}), sample.task, env, llm)
+    _, _, seen = converse(b, framework, mock_conversation_policy)
     prompt = agent_prompt(b.policy)
     agents = [r for r in seen if "<scenario>" not in str(r.messages[0]["content"])]
     acting = [r for r in agents if r.tools]
