@@ -71,7 +71,7 @@ def build_dag(
     return Dag(n, tuple(edges))
 
 
-def random_edges(n: int, rng: random.Random, edge_prob: float = 0.5) -> list[tuple[int, int]]:
+def random_edges(n: int, rng: random.Random, edge_prob: float) -> list[tuple[int, int]]:
     """G-Memory's random graph as a DAG over 0..n-1 (bingreeky/GMemory tasks/mas_workflow/macnet/graph.py
     `gen_graph_mask_info('Random')` and graph_mas.py `_construct_spatial_connection`).
 
