@@ -10,7 +10,9 @@ A mock spec picks a policy in `options.policy`:
   that is JSON `{"tool": name, "arguments": {...}}` becomes a tool call when the
   request offered tools.
 - `echo`: returns the last user message.
-- `oracle`: solves the toy benchmarks from the prompt (falls back to `script`).
+- `oracle`: solves the toy benchmarks from the prompt, keeps the task when asked
+  to route (AgentNet) and approves when asked for a verdict (AutoGen's critic);
+  falls back to `script`.
 - a registered name (`register_mock_policy`) or one of `KNOWN_POLICIES`, for
   oracles that solve the toy benchmarks.
 """
@@ -80,8 +82,37 @@ def _echo(request: Request, spec: ModelSpec) -> str:
     return last_text(request, ("user",))
 
 
+# The last lines of the frameworks' router and critic prompts (frameworks/base.py ENDINGS).
+_ROUTE_CUE, _VERDICT_CUE = "Decision:", "Verdict (APPROVE, or REJECT: <reason>):"
+_FIRST_OPTION = re.compile(r"one of:\n([A-Z]+)\b")
+
+
+def route_reply(request: Request) -> str | None:
+    """What a model that keeps its tasks answers an AgentNet router: the first option offered (EXECUTE, or
+    COMPLETE after a part). None when the request is no routing decision. Scripted policies that play the
+    agents but not the routers use it, so AgentNet's routers get a decision (an unreadable one is re-asked
+    until the sample ends)."""
+    if not last_text(request, ("user",)).rstrip().endswith(_ROUTE_CUE):
+        return None
+    system = str(request.messages[0].get("content") or "") if request.messages else ""
+    m = _FIRST_OPTION.search(system)
+    return m.group(1) if m else None
+
+
+def _coordination(request: Request) -> str | None:
+    """The oracle's reply to a decision that is no environment action: a route (`route_reply`) or, to a
+    critic, an approval; None otherwise."""
+    if last_text(request, ("user",)).rstrip().endswith(_VERDICT_CUE):
+        return "APPROVE"
+    return route_reply(request)
+
+
 def _oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
-    """Solves the toy benchmarks (whichever the prompt belongs to); scripted reply otherwise."""
+    """Solves the toy benchmarks (whichever the prompt belongs to); routes and verdicts as `_coordination`;
+    scripted reply otherwise."""
+    coordination = _coordination(request)
+    if coordination is not None:
+        return coordination
     tool_names = {t["function"]["name"] for t in request.tools or []}
     if "find_orders" in tool_names:
         return _resolve_policy("toy_tools_oracle")(request, spec)
