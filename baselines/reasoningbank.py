@@ -104,6 +104,21 @@ FAILURE_SYSTEM = (
 )
 EXTRACT_USER = "**Query:** {query}\n\n**Trajectory:**\n{trajectory}"
 
+
+
+def items_grammar(max_items: int) -> str:
+    """The Markdown format the extraction prompt asks for, as GBNF (1 to `max_items` items, each line bounded):
+    a decoding aid that grammar-capable models (the embedded one) follow and other providers drop. Without it
+    SmolLM2-135M wrote no parsable item in 48 of 48 extractions (docs/benchmarks/procedures.md)."""
+    optional = " ".join(["item"] * 1 + ["item?"] * (max_items - 1))
+    return (
+        f"root ::= {optional}\n"
+        'item ::= "# Memory Item " [1-9] "\\n## Title " line60 "\\n## Description " line120 '
+        '"\\n## Content " line240 "\\n\\n"\n'
+        "line60 ::= [^\\n#]{1,60}\nline120 ::= [^\\n#]{1,120}\nline240 ::= [^\\n#]{1,240}"
+    )
+
+
 _ITEM_SPLIT = re.compile(r"^\s*#\s*Memory\s+Item\b[^\n]*$", re.I | re.M)
 _FIELD = re.compile(r"^(#{1,3})?[\s*]*(title|description|content)\b[\s*]*(:)?[\s*]*(.*)$", re.I)
 
@@ -224,6 +239,7 @@ class ReasoningBank(MemoryMethod):
             purpose="extract",
             max_tokens=self.params.extract_max_tokens,
             temperature=self.params.extract_temperature,
+            grammar=items_grammar(self.params.max_items),
         )
         items = parse_items(reply)[: self.params.max_items]
         if not items:
