@@ -11,6 +11,8 @@ from pathlib import Path
 
 import baseline_mocks  # noqa: F401 (registers the `baselines_memory` mock policy)
 import pytest
+import yaml
+from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -212,6 +214,8 @@ def test_every_framework_and_memory_method_runs_procedures_with_the_mock_model(m
             "benchmark=procedures",
             "benchmark.params.size=6",
             "benchmark.params.train_size=3",
+            "benchmark.params.controls=2",  # chance 1/2: early successes, so every method has something to store
+            "benchmark.params.length=1",
             f"memory={memory}",
             "protocol.maintain_every=2",
             *model,
@@ -220,6 +224,8 @@ def test_every_framework_and_memory_method_runs_procedures_with_the_mock_model(m
     assert final["status"] == "complete", final.get("failures")
     records = _rundir(final).records()
     assert len(records) >= 6 and all(r["status"] in ("ok", "limit_exceeded") for r in records)
+    if memory not in ("no_memory", "judge", "router"):  # methods whose memory reaches agents' prompts
+        assert any(r["recalled_memory_ids"] for r in records if r["phase"] == "eval")
 
 
 def test_memory_is_necessary_and_sufficient_for_the_mock_copier(make_config):
@@ -247,3 +253,45 @@ def test_procedures_registers_and_its_config_matches_the_defaults(make_config):
     raw = make_config("benchmark=procedures")
     cls = registry.resolve("benchmark", "procedures")
     assert cls.Params(**raw["benchmark"]["params"]) == cls.Params()
+
+
+@pytest.mark.parametrize("experiment", ["aecg_table1_smoke", "aecg_table2_smoke"])
+def test_the_smoke_presets_give_procedures_a_longer_stream_and_the_others_two_samples(make_config, experiment):
+    assert make_config(f"experiment={experiment}", "benchmark=procedures")["protocol"]["limit"] == 32
+    assert make_config(f"experiment={experiment}", "benchmark=toy")["protocol"]["limit"] == 2
+    sweep = yaml.safe_load((REPO / "conf" / "experiment" / f"{experiment}.yaml").read_text())
+    assert "procedures" in sweep["hydra"]["sweeper"]["params"]["benchmark"].split(",")
+
+
+def test_the_edv_contamination_smoke_injects_the_procedures_items_into_a_filled_bank(make_config):
+    from aecg_bench.analysis.edv_plan import smoke_overrides
+    from baselines.edv.contamination import items_path, load_items
+
+    assert "benchmark=toy_tools,procedures" in smoke_overrides("contamination")
+    assert "benchmark=toy_tools" in smoke_overrides("table1")
+    raw = make_config(
+        "experiment=edv_contamination", "preset=edv_smoke", "benchmark=procedures", "arm=rb_contaminated_b3"
+    )
+    params = raw["benchmark"]["params"]
+    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (8, 20, 8)
+    # 10 % of entries injected: the 10th and 20th build tasks' entries, so the bank holds real entries first
+    items = load_items(items_path(raw["memory"]["params"]["items_file"]))
+    assert [i.content for i in items] == [i["content"] for i in poisoned_items(ProceduresParams())]
+    toy = make_config(
+        "experiment=edv_contamination", "preset=edv_smoke", "benchmark=toy_tools", "arm=rb_contaminated_b3"
+    )
+    assert toy["memory"]["params"]["items_file"] is None and toy["benchmark"]["params"]["size"] == 2
+
+
+def test_the_memory_side_grammars_describe_what_their_parsers_read():
+    from llama_cpp import LlamaGrammar
+
+    from aecg_bench.runner.labels import _STATUS, JUDGE_GRAMMAR
+    from baselines.reasoningbank import items_grammar, parse_items
+
+    for grammar in (items_grammar(3), JUDGE_GRAMMAR):
+        LlamaGrammar.from_string(grammar, verbose=False)  # compiles (a bad grammar raises)
+    reply = "# Memory Item 1\n## Title Codes\n## Description The order.\n## Content Enter 317 then 582.\n\n"
+    assert parse_items(reply)[0].content == "Enter 317 then 582."
+    assert items_grammar(3).startswith("root ::= item item? item?")
+    assert _STATUS.findall("Thoughts: done\nStatus: SUCCESS") == ["SUCCESS"]
