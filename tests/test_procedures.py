@@ -295,3 +295,21 @@ def test_the_memory_side_grammars_describe_what_their_parsers_read():
     assert parse_items(reply)[0].content == "Enter 317 then 582."
     assert items_grammar(3).startswith("root ::= item item? item?")
     assert _STATUS.findall("Thoughts: done\nStatus: SUCCESS") == ["SUCCESS"]
+
+
+def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_events(make_config, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("procedures_report", REPO / "scripts" / "procedures_report.py")
+    script = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(script)
+    for memory in ("no_memory", "aecg"):
+        run_from_config(
+            make_config("benchmark=procedures", "benchmark.params.size=12", f"memory={memory}", "model=mock_aecg")
+        )
+    lines = script.report(tmp_path / "results" / "default", "no_memory")
+    aecg = next(line for line in lines if "| aecg |" in line)
+    assert "| 12 |" in aecg and "0.111" in aecg and "p=" in aecg and "memory_created" in aecg
+    assert script.wilson(0, 10)[0] == 0.0 and script.wilson(10, 10)[1] == 1.0
+    assert script.report(tmp_path / "nothing", "no_memory") == [f"no procedures runs under {tmp_path / 'nothing'}"]
