@@ -59,6 +59,12 @@ Deviations:
 - Prompts are worded for agent tasks in general instead of web navigation.
 - The official code keeps the raw extraction text; here it is parsed into
   items, and a reply with no parsable item is skipped with an audit event.
+- The extraction call carries the output format as a GBNF grammar
+  (`items_grammar`: 1 to max_items items, Title <= 60, Description <= 120,
+  Content <= 240 characters): a decoding aid that grammar-capable models (the
+  embedded one) follow and other providers drop, so API runs are unchanged.
+  Without it SmolLM2-135M wrote no parsable item in 48 of 48 extractions
+  (docs/benchmarks/procedures.md).
 """
 
 from __future__ import annotations
