@@ -273,8 +273,8 @@ def test_the_edv_contamination_smoke_injects_the_procedures_items_into_a_filled_
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=procedures", "arm=rb_contaminated_b3"
     )
     params = raw["benchmark"]["params"]
-    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (8, 20, 8)
-    # 10 % of entries injected: the 10th and 20th build tasks' entries, so the bank holds real entries first
+    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (6, 12, 6)
+    # 10 % of entries injected: the 10th build task's entry, so the bank holds nine real entries first
     items = load_items(items_path(raw["memory"]["params"]["items_file"]))
     assert [i.content for i in items] == [i["content"] for i in poisoned_items(ProceduresParams())]
     toy = make_config(
@@ -313,3 +313,26 @@ def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_eve
     assert "| 12 |" in aecg and "0.111" in aecg and "p=" in aecg and "memory_created" in aecg
     assert script.wilson(0, 10)[0] == 0.0 and script.wilson(10, 10)[1] == 1.0
     assert script.report(tmp_path / "nothing", "no_memory") == [f"no procedures runs under {tmp_path / 'nothing'}"]
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_aecg_stores_recalls_and_uses_experience_on_procedures(make_config):
+    """SmolLM2-135M, the smoke preset's caps, a world with chance 1/2 (two codes, one step) so that a
+    success comes early: AECG stores it without an LLM call, recalls it for a later task and the
+    agent's decision uses it (an `observe` event lists it as used)."""
+    final = run_from_config(
+        make_config(
+            "preset=smoke",
+            "benchmark=procedures",
+            "benchmark.params.controls=2",
+            "benchmark.params.length=1",
+            "protocol.limit=6",
+            "memory=aecg",
+        )
+    )
+    assert final["status"] == "complete", final.get("failures")
+    rd = _rundir(final)
+    assert len(rd.records()) == 6
+    events = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
+    assert any(e["event"] == "memory_created" for e in events)
+    assert any(e["event"] == "observe" and e["used"] for e in events)
