@@ -111,7 +111,6 @@ FAILURE_SYSTEM = (
 EXTRACT_USER = "**Query:** {query}\n\n**Trajectory:**\n{trajectory}"
 
 
-
 def items_grammar(max_items: int) -> str:
     """The Markdown format the extraction prompt asks for, as GBNF (1 to `max_items` items, each line bounded):
     a decoding aid that grammar-capable models (the embedded one) follow and other providers drop. Without it

@@ -41,7 +41,6 @@ _STATUS = re.compile(r"status\s*:\s*(success|failure)", re.I)
 JUDGE_GRAMMAR = 'root ::= "Thoughts: " [^\\n]{0,200} "\\nStatus: " ("SUCCESS" | "FAILURE")'
 
 
-
 def render_trajectory(traj: Trajectory, max_chars: int = 6000) -> str:
     lines = [f"Initial observation: {traj.initial_observation}"]
     for s in traj.steps:
