@@ -273,7 +273,7 @@ def test_the_edv_contamination_smoke_injects_the_procedures_items_into_a_filled_
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=procedures", "arm=rb_contaminated_b3"
     )
     params = raw["benchmark"]["params"]
-    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (6, 12, 6)
+    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (24, 12, 24)
     # 10 % of entries injected: the 10th build task's entry, so the bank holds nine real entries first
     items = load_items(items_path(raw["memory"]["params"]["items_file"]))
     assert [i.content for i in items] == [i["content"] for i in poisoned_items(ProceduresParams())]
