@@ -16,8 +16,11 @@ MODEL ?=
 MEMORY_MODEL ?=
 JOBS ?= 2
 RUNTIME ?= local
+# METHODS=+my_memory adds memory columns (an installed plugin's) to table1/table2; METHODS=a,b replaces them.
+METHODS ?=
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
-	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
+	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME) \
+	$(if $(METHODS),--methods $(METHODS))
 
 .PHONY: setup setup-server test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
 	reproduce-edv report mutants mutants-survivors
