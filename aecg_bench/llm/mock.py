@@ -10,9 +10,9 @@ A mock spec picks a policy in `options.policy`:
   that is JSON `{"tool": name, "arguments": {...}}` becomes a tool call when the
   request offered tools.
 - `echo`: returns the last user message.
-- `oracle`: solves the toy benchmarks from the prompt, keeps the task when asked
-  to route (AgentNet) and approves when asked for a verdict (AutoGen's critic);
-  falls back to `script`.
+- `oracle`: solves the toy benchmarks from the prompt, copies `procedures` from recalled
+  experience, keeps the task when asked to route (AgentNet) and approves when asked for a
+  verdict (AutoGen's critic); falls back to `script`.
 - a registered name (`register_mock_policy`) or one of `KNOWN_POLICIES`, for
   oracles that solve the toy benchmarks.
 """
@@ -36,6 +36,7 @@ MockPolicy = Callable[[Request, ModelSpec], "str | ProviderResult"]
 KNOWN_POLICIES: dict[str, str] = {
     "toy_oracle": "aecg_bench.benchmarks.toy:mock_oracle",
     "toy_tools_oracle": "aecg_bench.benchmarks.toy_tools:mock_oracle",
+    "procedures_copier": "aecg_bench.benchmarks.procedures:mock_copier",
     "aecg_oracle": "aecg_bench.aecg.mock_policy:mock_policy",
     "aecg_skill_follower": "aecg_bench.aecg.mock_policy:skill_follower",
 }
@@ -118,6 +119,8 @@ def _oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
         return _resolve_policy("toy_tools_oracle")(request, spec)
     if "The target is cell" in last_text(request):
         return _resolve_policy("toy_oracle")(request, spec)
+    if "enter one code of the keypad per step:" in last_text(request):
+        return _resolve_policy("procedures_copier")(request, spec)
     return _script(request, spec)
 
 

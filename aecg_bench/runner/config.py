@@ -141,7 +141,9 @@ class RunConfig(_Strict):
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
     return validate_params(
-        "config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism", "arm")}
+        "config",
+        RunConfig,
+        {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism", "arm", "per_benchmark")},
     )
 
 
