@@ -40,7 +40,7 @@ def main() -> int:
         if df.empty:
             continue
         data = edv.curve(df, x)
-        title = SMOKE_PREFIX + title if "smoke" in args.suffix else title
+        title = SMOKE_PREFIX + title if "smoke" in args.suffix or "rehearsal" in args.suffix else title
         out.mkdir(parents=True, exist_ok=True)
         data.round(2).to_csv(out / f"{name}.csv", index=False)
         paper = reference[(reference["figure"] == name) & reference["x"].notna()].astype({"x": float})

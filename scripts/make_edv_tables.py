@@ -74,7 +74,7 @@ def write(
 
 def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Path]:
     written = []
-    smoke = "smoke" in suffix  # the smoke preset's folders: captions say so, no ours − paper
+    smoke = "smoke" in suffix or "rehearsal" in suffix  # the smoke preset's folders: captions say so, no ours − paper
     frames = {e: edv.annotate(load(root / f"edv_{e}{suffix}")) for e in EXPERIMENTS}
     if not frames["table1"].empty:
         df = frames["table1"]

@@ -7,7 +7,8 @@ every row so tables can mark the cells they feed.
 
 Every row carries what makes its result different from another's: the labels, and three
 columns derived from the header rather than from a label a user typed:
-`assignment` (which model serves which role), `protocol` and `preset` (sample limit, step cap).
+`assignment` (which model serves which role), `protocol` and `preset` (sample limit, step cap,
+`rehearsal`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def run_config(header: dict[str, Any]) -> dict[str, str]:
     protocol = dict(header.get("protocol") or {})
     sizes = {k: protocol.pop(k, None) for k in SIZE_KEYS}
     preset = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None) or "full"
+    if ((header.get("identity") or {}).get("config") or {}).get("rehearsal"):
+        preset = f"rehearsal, {preset}"  # the paper preset on a few samples: never pooled with a paper run
     models = header.get("models") or {}
     roles = header.get("roles") or {}
     assignment = assignment_label(models, roles) if models else str(header["labels"]["model"])

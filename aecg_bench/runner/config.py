@@ -63,7 +63,7 @@ class ProtocolConfig(_Strict):
     snapshot_every: int = Field(10, ge=1)
     max_invalid_actions: int = Field(3, ge=0)
     max_steps: int | None = Field(None, ge=1)  # cap below every task's step limit (smoke presets)
-    limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
+    limit: int | None = Field(None, ge=1)  # first N samples of each split, build and eval (smoke, rehearsal)
     # given: the benchmark's order (what the papers run); shuffled: each phase's items in an order drawn
     # from the run seed (the phases and their samples stay the same; docs/frameworks/README.md).
     order: Literal["given", "shuffled"] = "given"
@@ -113,6 +113,7 @@ class RuntimeConfig(_Strict):
 class RunConfig(_Strict):
     experiment_name: str = "default"
     seed: int = Field(0, ge=0)
+    rehearsal: bool = False  # a paper preset on LIMIT samples with any model (docs/infra/cost.md): never pooled
     framework: ComponentConfig
     benchmark: ComponentConfig
     memory: ComponentConfig

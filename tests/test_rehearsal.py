@@ -1,0 +1,331 @@
+"""Paper-preset rehearsals (aecg_bench/rehearsal.py) and the cost model they calibrate
+(aecg_bench/analysis/cost_model.py, `reproduce.py --dry-run`), and a run's duration across resumes.
+
+Default tier: rehearsals with the scripted mock models, in process (the paper configs with LIMIT=1,
+offline data, every costly code path asserted from the records), the dry run's range against a
+larger rehearsal of the same cells, and the printout. Slow tier: the real rehearsal's records, when
+a results root holds them (AECG_REHEARSAL_RESULTS), show every path with the embedded model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, compose
+
+from aecg_bench import rehearsal
+from aecg_bench.analysis import cost_model as cm
+from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.results_format import read_runs
+from aecg_bench.run import run_from_config
+
+SHARED = Path(os.environ.get("AECG_DATA_ROOT", REPO.parent / "shared" / "data"))
+needs_fever = pytest.mark.skipif(not (SHARED / "fever" / "paper_dev.jsonl").exists(), reason="no shared FEVER data")
+
+
+def _react_walker(request, spec) -> str:
+    """ReAct on FEVER: three searches, a lookup, then an answer (five steps: beyond the smoke's 3);
+    any other prompt (the memory side) gets an empty JSON object."""
+    text = "\n".join(str(m.get("content") or "") for m in request.messages)
+    if "Search[entity]" not in text:
+        return "{}"
+    seen = len(re.findall(r"(?:Search|Lookup)\[(?!entity\]|keyword\])", text))  # actions taken so far
+    return (
+        ["Search[Colin Kaepernick]", "Search[49ers]", "Search[Soul Food (film)]", "Lookup[Fox]"][seen]
+        if (seen < 4)
+        else "Finish[NOT ENOUGH INFO]"
+    )  # right on the first two claims: AECG forms memory, then recalls it
+
+
+register_mock_policy("react_walker", _react_walker)
+REACT_MOCK = ["model=mock", "model.models.mock.options.policy=react_walker"]
+
+
+def _rehearsal_args(experiment: str, data: Path, limit: int = 1) -> list[str]:
+    overrides, _ = rehearsal.rehearsal_overrides(experiment, limit=limit, data_dir=data)
+    return [f"experiment={experiment}", *[o for o in overrides if not o.startswith("benchmark=")]]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    from test_mind2web import make_data
+    from test_mmtb import ENTRY_1, ENTRY_2, write_entries
+
+    return rehearsal.prepare_data(
+        tmp_path_factory.mktemp("data"),
+        source=SHARED,
+        mind2web=make_data,
+        mmtb=lambda root: write_entries(root, [ENTRY_1, ENTRY_2])[1],
+    )
+
+
+@pytest.fixture(scope="module")
+def mock_rehearsal(data, tmp_path_factory) -> Path:
+    """Table 1's FEVER cell with AECG and EDV Table 1's EDV, Judge and Router rows on tau2 RETAIL,
+    as the rehearsal configures them (LIMIT=1, maintenance every sample, offline data)."""
+    root = tmp_path_factory.mktemp("rehearsal")
+    if (SHARED / "fever" / "paper_dev.jsonl").exists():
+        fever = _rehearsal_args("aecg_table1", data)
+        run_from_config(compose([*fever, "benchmark=fever_react_offline", "memory=aecg", *REACT_MOCK], root))
+    for arm in ("edv", "judge", "router"):
+        edv = _rehearsal_args("edv_table1", data)
+        run_from_config(compose([*edv, f"arm={arm}", "benchmark=tau2_retail", "model=edv_pool_mock"], root))
+    return root
+
+
+def test_a_rehearsal_changes_only_the_limit_the_maintenance_cadence_and_what_needs_the_network(tmp_path):
+    table1, notes = rehearsal.rehearsal_overrides("aecg_table1", limit=1, data_dir=tmp_path)
+    assert "benchmark=pddl,fever_react_offline,scienceworld_aecg,mbpp_plus_aecg" in table1
+    expected = {
+        "protocol.limit=2",
+        "protocol.maintain_every=2",
+        "rehearsal=true",
+        "experiment_name=aecg_table1-rehearsal",
+    }
+    assert expected <= set(table1)  # AECG recalls an earlier sample: at least 2
+    assert [n.split()[0] for n in notes] == ["AECG's", "Memory", "FEVER"]
+    edv2, notes2 = rehearsal.rehearsal_overrides("edv_table2", limit=1, data_dir=tmp_path)
+    assert "benchmark.params.download=false" in edv2 and not any(o.startswith("benchmark=") for o in edv2)
+    assert "protocol.limit=1" in edv2 and notes2[-1].startswith("Mind2Web")
+    table2, _ = rehearsal.rehearsal_overrides("aecg_table2", limit=1, data_dir=tmp_path)
+    assert not any(o.startswith("benchmark") for o in table2)  # nothing of Table 2 needs the network
+
+
+def test_rehearsal_runs_are_marked_and_never_pooled_with_paper_runs(mock_rehearsal):
+    from aecg_bench.analysis.load import load
+    from aecg_bench.analysis.paper import configurations, is_smoke
+
+    df = load(mock_rehearsal)
+    assert set(df["experiment"]) <= {"aecg_table1-rehearsal", "edv_table1-rehearsal"}
+    assert all(re.match(r"rehearsal, limit=[12]$", p) for p in df["preset"])
+    assert all(is_smoke(c) for c in configurations(df))  # tables caption it and never compare it to the paper
+
+
+@needs_fever
+def test_fever_store_answers_search_and_lookup_from_the_claims(data):
+    from aecg_bench.benchmarks.fever import FeverBenchmark
+    from aecg_bench.contracts import EnvContext
+    from aecg_bench.types import Action
+
+    bench = FeverBenchmark(
+        {"mode": "react", "search": "local", "pages_path": rehearsal.PAGES, "tool_cache": "off", "download": False},
+        data_dir=data / "fever",
+    )
+    sample = next(s for s in bench.samples("test") if "Soul Food" in s.task.instruction)
+    env = bench.make_env(sample, EnvContext(llm=None, seed=0))
+    env.reset()
+    page = env.step(Action(kind="command", text="Search[Soul Food (film)]")).text
+    assert "Fox 2000 Pictures released the film Soul Food" in page
+    assert "(Result 1 / " in env.step(Action(kind="command", text="Lookup[Fox]")).text
+    assert "Similar" in env.step(Action(kind="command", text="Search[Soul Food]")).text
+
+
+def test_every_costly_paper_path_runs_in_a_mock_rehearsal(mock_rehearsal):
+    """The acceptance assertion on the scripted models: what the embedded-model rehearsal must show."""
+    paths = rehearsal.code_paths([mock_rehearsal])
+    expected = {
+        "steps_beyond_3",
+        "tau2_user_simulator",
+        "edv_construction",
+        "judge_adjudication",
+        "router_probes",
+        "memory_side:edv",
+        "memory_side:judge",
+        "memory_side:router",
+    }
+    if (SHARED / "fever" / "paper_dev.jsonl").exists():
+        expected |= {"fever_react_actions", "memory_side:aecg"}
+    assert expected <= set(paths)
+    assert all(paths[p] for p in expected), {p: paths.get(p) for p in expected}
+
+
+def test_code_paths_fail_when_a_path_did_not_run(mock_rehearsal, tmp_path):
+    """The same records with the user simulator's and the distiller's calls removed read as missing."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(mock_rehearsal, copy)
+    for samples in copy.rglob("samples.jsonl"):
+        rows = [json.loads(line) for line in samples.read_text().splitlines()]
+        for r in rows:
+            r["usage"]["by_role"].pop("user_simulator", None)
+            r["usage"]["by_role"].pop("distiller", None)
+            r["steps"] = min(r["steps"], 3)
+        samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    paths = rehearsal.code_paths([copy])
+    assert not paths["tau2_user_simulator"] and not paths["edv_construction"] and not paths["steps_beyond_3"]
+
+
+# -- the cost model --------------------------------------------------------------------------------
+
+
+def _price(role: str) -> tuple[float, float]:
+    return (1.0, 4.0) if cm.role_group(role) == "agent" else (0.5, 2.0)
+
+
+def _toy_runs(root: Path, limit: int, every: int) -> pd.DataFrame:
+    for memory in ("no_memory", "aecg"):
+        for framework in ("single", "macnet"):
+            run_from_config(
+                compose(
+                    [
+                        "experiment_name=toy-rehearsal",
+                        "model=mock",
+                        "benchmark=toy",
+                        f"framework={framework}",
+                        f"memory={memory}",
+                        f"protocol.limit={limit}",
+                        f"protocol.maintain_every={every}",
+                        "rehearsal=true",
+                    ],
+                    root,
+                )
+            )
+    return cm.sample_rows(read_runs(root), _price, cm.Throughput(), "-rehearsal")
+
+
+def test_the_dry_run_from_a_small_rehearsal_brackets_a_larger_one(tmp_path):
+    """Calibrated on 2 samples per cell (maintenance every 2), priced for 6 (every 3): expected within
+    a factor of 2 of what the 6-sample rehearsal measured, and low <= measured <= high, per cell."""
+    small = _toy_runs(tmp_path / "small", limit=2, every=2)
+    large = _toy_runs(tmp_path / "large", limit=6, every=3)
+    est = cm.estimate(small, lambda e, b, p: 6, maintain_every=3).set_index(cm.CELL)
+    got = cm.measured(large).set_index(cm.CELL)
+    assert len(est) == len(got) == 4
+    for cell, row in got.iterrows():
+        for q in ("calls", "input_tokens", "output_tokens"):
+            exp = est.loc[cell, f"expected_{q}"]
+            assert row[q] / 2 <= exp <= row[q] * 2, (cell, q, exp, row[q])
+            assert est.loc[cell, f"low_{q}"] <= row[q] <= est.loc[cell, f"high_{q}"], (cell, q)
+    aecg = est.xs("aecg", level="memory")
+    assert (aecg["expected_maintenance_calls"] + aecg["expected_memory_calls"] > 0).all()
+
+
+def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadence():
+    def row(steps: int, limit: int, agent: float, maintained: bool) -> dict:
+        r = {c: "x" for c in cm.CELL} | {"seed": 0, "epoch": 0, "share": str(steps), "maintained": maintained}
+        r |= {"steps": steps, "step_limit": limit}
+        for g in cm.GROUPS:
+            for q in cm.QUANTITIES:
+                r[f"{g}_{q}"] = 0.0
+        r["agent_calls"], r["memory_calls"], r["maintenance_calls"] = agent, 2.0, 10.0 if maintained else 0.0
+        return r
+
+    samples = pd.DataFrame([row(4, 12, 8.0, True), row(2, 12, 4.0, False)])
+    silent = pd.DataFrame([row(3, 12, 6.0, False) | {"benchmark": "y", "memory_calls": 0.0}])
+    both = cm.estimate(pd.concat([samples, silent]), lambda e, b, p: 100, seeds=1, maintain_every=10)
+    assert list(both["memory_side"]) == ["measured", "other cells of the method"]
+    assert both.iloc[1]["expected_memory_calls"] == both.iloc[0]["expected_memory_calls"]  # never $0 for a caller
+    est = cm.estimate(samples, lambda e, b, p: 100, seeds=1, maintain_every=10).iloc[0]
+    assert est["expected_agent_calls"] == 100 * 6.0
+    assert est["high_agent_calls"] == 100 * (8.0 * 3 + 4.0 * 6) / 2  # every sample at its budget of 12
+    assert est["low_agent_calls"] == 100 * (8.0 / 2 + 4.0 / 2) / 2  # half the steps: 2 of 4, 1 of 2
+    assert est["expected_maintenance_calls"] == 100 * 10.0 / 10  # one round per 10 samples
+    assert est["expected_memory_calls"] == 100 * 2.0
+
+
+def test_a_build_phase_another_run_repeats_is_counted_once():
+    """Figure 4's 2-epoch run repeats the 1-epoch run's first epoch call for call (the response
+    cache serves it); a run whose configuration differs in anything else is priced in full."""
+    header = {"identity": {"config": {"experiment_name": "a", "memory": {"name": "edv", "label": "edv_epochs1"}}}}
+    h2 = json.loads(json.dumps(header))
+    h2["identity"]["config"]["memory"]["label"] = "edv_epochs2"
+    h2["identity"]["config"]["protocol"] = {"build_epochs": 2}
+    header["identity"]["config"]["protocol"] = {"build_epochs": 1}
+    assert cm.share_key(header, "build", 0, "t1") == cm.share_key(h2, "build", 0, "t1")
+    assert cm.share_key(header, "eval", 0, "t1") != cm.share_key(h2, "eval", 0, "t1")
+    other = json.loads(json.dumps(header))
+    other["identity"]["config"]["memory"]["params"] = {"top_k": 2}
+    assert cm.share_key(header, "build", 0, "t1") != cm.share_key(other, "build", 0, "t1")
+
+
+def test_the_dry_run_prints_every_cell_and_a_range_with_the_memory_side_priced(
+    mock_rehearsal, monkeypatch, capsys, tmp_path
+):
+    """`make reproduce-edv DRY_RUN=1`: priced from the rehearsal's records, never $0 on the memory side."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reproduce", REPO / "scripts" / "reproduce.py")
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    argv = ["reproduce.py", "edv", "--dry-run", "--results-root", str(mock_rehearsal), "--only", "table1"]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert reproduce.main() == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\| experiment +\| benchmark", out) and "tau2_retail" in out
+    totals = dict(re.findall(r"Total (low|expected|high): [\d,]+ calls, [\d,]+ tokens .*?\$([\d,.]+)", out))
+    low, exp, high = (float(totals[k].replace(",", "")) for k in ("low", "expected", "high"))
+    assert 0 < low <= exp <= high
+    memory = float(re.search(r"memory side \$([\d,.]+)", out).group(1).replace(",", ""))
+    assert memory > 0
+    monkeypatch.setattr(sys, "argv", ["reproduce.py", "table2", "--dry-run", "--results-root", str(tmp_path)])
+    assert reproduce.main() == 2
+    assert "make reproduce-table2 PRESET=paper LIMIT=1" in capsys.readouterr().out
+
+
+# -- a run's duration ------------------------------------------------------------------------------
+
+
+def test_a_resumed_runs_duration_leaves_out_the_pause(make_config, monkeypatch):
+    """Stopped after one sample, resumed an hour later: active_seconds is the two spans' sum."""
+    import aecg_bench.runner.batch as batch
+
+    args = ["benchmark=toy", "benchmark.params.size=3", "memory=no_memory"]
+    real_run_item, real_time = batch._run_item, batch.time.time
+    calls = {"n": 0}
+
+    def stop_after_one(*a, **kw):
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        return real_run_item(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_item", stop_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        run_from_config(make_config(*args))
+    monkeypatch.setattr(batch, "_run_item", real_run_item)
+    monkeypatch.setattr(batch.time, "time", lambda: real_time() + 3600.0)
+    final = run_from_config(make_config(*args))
+    assert final["status"] == "complete" and len(final["sessions"]) == 2
+    assert final["finished_at"] - final["started_at"] > 3600
+    assert 0 < final["active_seconds"] < 600
+    assert final["active_seconds"] == pytest.approx(sum(e - s for s, e in final["sessions"]), abs=0.01)
+
+
+def test_a_span_cut_by_a_kill_ends_at_its_last_record():
+    header = {"started_at": 100.0, "sessions": [[100.0, None]]}
+    records = [{"started_at": 110.0, "seconds": 5.0}, {"started_at": 120.0, "seconds": 7.5}]
+    assert batch_sessions(header, records) == [[100.0, 127.5]]
+    assert batch_sessions(header, []) == [[100.0, 100.0]]
+    legacy = {"started_at": 100.0, "finished_at": 130.0}  # written before spans were recorded
+    assert batch_sessions(legacy, []) == [[100.0, 130.0]]
+
+
+def batch_sessions(header: dict, records: list[dict]) -> list[list[float]]:
+    from aecg_bench.runner.batch import closed_sessions
+
+    return closed_sessions(header, records)
+
+
+# -- the embedded-model rehearsal (slow) -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_embedded_model_rehearsal_ran_every_costly_path():
+    """Reads a finished `make reproduce-{table1,table2,mechanisms,edv} PRESET=paper LIMIT=1` results
+    root (AECG_REHEARSAL_RESULTS): every path named in issue 26 ran with the embedded model."""
+    root = os.environ.get("AECG_REHEARSAL_RESULTS")
+    if not root:
+        pytest.skip("set AECG_REHEARSAL_RESULTS to a results root holding the rehearsals")
+    folders = sorted(p for p in Path(root).iterdir() if p.name.endswith(rehearsal.SUFFIX))
+    paths = rehearsal.code_paths(folders)
+    required = ["fever_react_actions", "steps_beyond_3", "tau2_user_simulator", "edv_construction"]
+    required += ["judge_adjudication", "router_probes"]
+    assert all(paths.get(p) for p in required), paths
+    assert all(ok for p, ok in paths.items() if p.startswith("memory_side:")), paths
