@@ -3,9 +3,9 @@
 `make reproduce-table1 PRESET=paper LIMIT=1 MODEL=local` (also table2, mechanisms, edv) runs the
 experiment's own sweep (benchmarks and modes, step budgets, prompts, windows, memory-side roles,
 protocols, epochs, seeds) with three changes only: `protocol.limit` (the first LIMIT samples of every
-split), the model, memory maintenance every LIMIT samples (so a run of LIMIT samples measures one
-round; the dry run prices rounds at the preset's cadence), and an offline equivalent wherever the
-paper preset needs the network (AECG's experiments run at least 2 samples: one never recalls anything,
+split), the model, memory maintenance after every sample (so every phase of a run, a one-task
+warm-up included, measures a round; the dry run prices rounds at the preset's cadence), and an
+offline equivalent wherever the paper preset needs the network (AECG's experiments run at least 2 samples: one never recalls anything,
 so AECG's memory side would never call its model):
 
 - FEVER ReAct searches a page store built from the shared FEVER claims (`fever_react_offline`),
@@ -43,8 +43,8 @@ NOTES = {
     "mmtb": "MMTB reads the tests' fixture (2 missions) instead of the authors' file.",
     "second_sample": "AECG's cells run 2 samples: its memory-side calls (attribution judges over recalled items, "
     "skill abstraction from evidence) need an earlier sample to recall, as the smoke preset's limit of 2 does.",
-    "maintain": "Memory maintenance runs every {limit} sample(s) (the paper preset: every 10) so each run measures a "
-    "round; the dry run prices rounds at the paper's cadence.",
+    "maintain": "Memory maintenance runs after every sample (the paper preset: every 10) so every phase of every run "
+    "measures a round; the dry run prices rounds at the paper's cadence.",
 }
 
 
@@ -56,6 +56,31 @@ def sweep_params(experiment: str) -> dict[str, str]:
     raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
     params = (((raw or {}).get("hydra") or {}).get("sweeper") or {}).get("params") or {}
     return {str(k): str(v) for k, v in params.items()}
+
+
+def component_label(group: str, name: str) -> str:
+    """The results-folder label a config of `group` gives its runs: its `label`, else its `name`,
+    else its parent's (conf/benchmark/fever_react.yaml -> fever)."""
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.to_container(OmegaConf.load(CONF / group / f"{name}.yaml"), resolve=False) or {}
+    if raw.get("label") or raw.get("name"):
+        return str(raw.get("label") or raw["name"])
+    parents = [d for d in raw.get("defaults") or [] if isinstance(d, str) and d != "_self_"]
+    return component_label(group, parents[0]) if parents else name
+
+
+def paper_grid(experiment: str) -> list[tuple[str, str, str, str]]:
+    """(benchmark, framework, memory, phase) labels of every cell of an online AECG table's paper
+    preset (its sweep's product), for pricing cells a rehearsal left out; [] for other experiments."""
+    params = sweep_params(experiment)
+    if not experiment.startswith("aecg_table") or not {"framework", "benchmark", "memory"} <= set(params):
+        return []
+
+    def labels(group: str) -> list[str]:
+        return [component_label(group, v.strip()) for v in params[group].split(",") if v.strip()]
+
+    return [(b, f, m, "eval") for b in labels("benchmark") for f in labels("framework") for m in labels("memory")]
 
 
 def model_override(model: str | None) -> list[str]:
@@ -74,11 +99,11 @@ def rehearsal_overrides(experiment: str, *, limit: int, data_dir: Path) -> tuple
     if experiment.startswith("aecg_") and limit < 2:
         limit = 2
         notes.append(NOTES["second_sample"])
-    notes.append(NOTES["maintain"].format(limit=limit))
+    notes.append(NOTES["maintain"])
     overrides = [
         f"experiment_name={experiment}{SUFFIX}",
         f"protocol.limit={limit}",
-        f"protocol.maintain_every={limit}",
+        "protocol.maintain_every=1",
         "rehearsal=true",
         f"runtime.data_root={data_dir}",
     ]

@@ -225,7 +225,7 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
     from aecg_bench.analysis import cost_model as cm
     from aecg_bench.analysis.edv_plan import DEFAULT_PRICE, SEEDS, parse_sizes
     from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
-    from aecg_bench.rehearsal import SUFFIX
+    from aecg_bench.rehearsal import SUFFIX, paper_grid
     from aecg_bench.results_format import read_runs
 
     roots = [Path(args.results_root) / f"{e}{SUFFIX}" for e in experiments]
@@ -249,8 +249,15 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
     throughput = cm.Throughput()
     samples = cm.sample_rows(runs, price, throughput, SUFFIX)
     every = int(OmegaConf.load(ROOT / "conf" / "config.yaml").protocol.maintain_every)
+    grid = {e: paper_grid(e) for e in experiments}
     try:
-        est = cm.estimate(samples, lambda e, b, p: cm.paper_samples(e, b, p, sizes), seeds=SEEDS, maintain_every=every)
+        est = cm.estimate(
+            samples,
+            lambda e, b, p: cm.paper_samples(e, b, p, sizes),
+            seeds=SEEDS,
+            maintain_every=every,
+            grid=grid,
+        )
     except KeyError as exc:
         print(f"error: {exc.args[0]}")
         return 2
@@ -272,6 +279,7 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
         "framework": "framework",
         "memory": "memory",
         "phase": "phase",
+        "measured": "rehearsed",
         "samples": "samples",
         "expected_calls": "calls",
         "expected_input_tokens": "in tokens",
@@ -283,7 +291,10 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
         "expected_user_dollars": "$ user sim",
         "shared_with": "counted in",
     }
-    view = est[list(cols)].rename(columns=cols).round(2)
+    view = est.sort_values(cm.CELL, kind="stable")[list(cols)]
+    counts = ["samples", "expected_calls", "expected_input_tokens", "expected_output_tokens"]
+    view = view.astype({c: int for c in counts}).rename(columns=cols)
+    view["rehearsed"] = view["rehearsed"].map({True: "yes", False: "no"})
     print(view.to_markdown(index=False, intfmt=",", floatfmt=",.2f"))
     limits = cm.Limits(jobs=args.jobs, **rate_limits(models))
     print()
@@ -301,6 +312,14 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
         f"memory side ${parts['memory'] + parts['maintenance']:,.2f} (of which maintenance rounds, one per {every} "
         f"samples: ${parts['maintenance']:,.2f})"
     )
+    wanted = sum(len(cells) for cells in grid.values())
+    if wanted:
+        unpriced = wanted - len(est[est["experiment"].isin(list(grid))])
+        print(
+            f"{int((~est['measured']).sum())} of the grid's {wanted} cells were not rehearsed: priced from the same "
+            "benchmark x framework (else benchmark) and the method's rehearsed cells"
+            + (f"; {unpriced} cells have no rehearsed benchmark and are NOT in the total" if unpriced else "")
+        )
     for source, note in (
         ("other cells of the method", "memory side priced from the same method's other cells (none measured here)"),
         ("none measured", "NO memory-side call measured anywhere: priced $0, rehearse more samples or a paid model"),

@@ -220,7 +220,7 @@ def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadenc
     samples = pd.DataFrame([row(4, 12, 8.0, True), row(2, 12, 4.0, False)])
     silent = pd.DataFrame([row(3, 12, 6.0, False) | {"benchmark": "y", "memory_calls": 0.0}])
     both = cm.estimate(pd.concat([samples, silent]), lambda e, b, p: 100, seeds=1, maintain_every=10)
-    assert list(both["memory_side"]) == ["measured", "other cells of the method"]
+    assert list(both["memory_side"]) == ["measured", "other cells of the method"]  # cell y: none of its own
     assert both.iloc[1]["expected_memory_calls"] == both.iloc[0]["expected_memory_calls"]  # never $0 for a caller
     est = cm.estimate(samples, lambda e, b, p: 100, seeds=1, maintain_every=10).iloc[0]
     assert est["expected_agent_calls"] == 100 * 6.0
@@ -228,6 +228,32 @@ def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadenc
     assert est["low_agent_calls"] == 100 * (8.0 / 2 + 4.0 / 2) / 2  # half the steps: 2 of 4, 1 of 2
     assert est["expected_maintenance_calls"] == 100 * 10.0 / 10  # one round per 10 samples
     assert est["expected_memory_calls"] == 100 * 2.0
+
+
+def test_cells_a_rehearsal_left_out_are_priced_from_their_row_and_column():
+    """Table 1's grid from a partial rehearsal: a left-out cell's agents come from the same benchmark
+    and framework, its memory side from the same method's rehearsed cells; both marked unmeasured."""
+    grid = rehearsal.paper_grid("aecg_table1")
+    assert len(grid) == 4 * 3 * 6 and ("fever", "agentnet", "g_memory", "eval") in grid
+    assert {b for b, *_ in grid} == {"pddl", "fever", "scienceworld", "mbpp_plus"}
+
+    def row(framework: str, memory: str, agent: float, mem: float) -> dict:
+        r = {"experiment": "aecg_table1", "benchmark": "fever", "framework": framework, "memory": memory}
+        r |= {"phase": "eval", "seed": 0, "epoch": 0, "share": framework + memory, "maintained": False}
+        r |= {"steps": 4, "step_limit": 12}
+        r |= {f"{g}_{q}": 0.0 for g in cm.GROUPS for q in cm.QUANTITIES}
+        return r | {"agent_calls": agent, "memory_calls": mem}
+
+    samples = pd.DataFrame([row("agentnet", "aecg", 10.0, 3.0), row("autogen", "no_memory", 20.0, 0.0)])
+    est = cm.estimate(samples, lambda e, b, p: 100, seeds=3, grid={"aecg_table1": grid}).set_index(cm.CELL)
+    fever = est.xs(("aecg_table1", "fever"), level=("experiment", "benchmark"))
+    assert len(fever) == 3 * 6 and fever["measured"].sum() == 2
+    left_out = fever.loc[("autogen", "aecg", "eval")]
+    assert not left_out["measured"] and left_out["expected_agent_calls"] == 300 * 20.0
+    assert left_out["expected_memory_calls"] == 300 * 3.0 and left_out["shared_with"] == ""
+    assert left_out["memory_side"] == "other cells of the method"
+    assert fever.loc[("macnet", "aecg", "eval"), "expected_agent_calls"] == 300 * 15.0  # the benchmark's mean
+    assert fever.loc[("macnet", "g_memory", "eval"), "memory_side"] == "none measured"
 
 
 def test_a_build_phase_another_run_repeats_is_counted_once():

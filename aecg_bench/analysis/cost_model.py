@@ -184,37 +184,49 @@ def estimate(
     *,
     seeds: int | None = None,
     maintain_every: int = 10,
+    grid: dict[str, list[tuple[str, str, str, str]]] | None = None,
 ) -> pd.DataFrame:
     """Per cell: paper samples and low / expected / high calls, tokens, dollars, seconds.
 
     `counts(experiment, benchmark, phase)` is the paper preset's samples per run of that phase (per
     epoch for a build phase); `seeds` its runs per cell (default: the seeds the rehearsal ran);
     `maintain_every` its samples per memory maintenance round (protocol.maintain_every).
-    A cell whose calls an earlier cell repeats exactly is kept with `shared_with` set and zero cost."""
+    A cell whose calls an earlier cell repeats exactly is kept with `shared_with` set and zero cost.
+    `grid` (experiment -> its (benchmark, framework, memory, phase) cells) adds the cells the rehearsal
+    left out, `measured` False: agents as in the same benchmark x framework (else the benchmark) under
+    the memory methods rehearsed there, the memory side as the method's rehearsed cells."""
     if samples.empty:
         return pd.DataFrame()
     cells = [(key, cell, per_sample(cell, maintain_every)) for key, cell in samples.groupby(CELL, sort=False)]
     borrowed = memory_side_by_method(cells)
+    extra = _unrehearsed(cells, grid or {}, borrowed)
     rows, seen = [], {}
-    for key, cell, figures in cells:
+    for key, cell, figures in [*cells, *extra]:
         exp, bench, _, memory, phase = key
-        n_seeds = seeds or cell["seed"].nunique()
-        epochs = int(cell["epoch"].nunique())
+        n_seeds = seeds or max(cell["seed"].nunique(), 1)
+        epochs = max(int(cell["epoch"].nunique()), 1)
         # one seed's stream decides sharing: the other seeds repeat it with their own calls
         first = cell[cell["seed"] == cell["seed"].min()]
         shares = tuple(sorted(first["share"]))
-        shared_with = seen.get(shares)
-        seen.setdefault(shares, "/".join(map(str, key)))
+        shared_with = seen.get(shares) if shares else None  # an unrehearsed cell shares nothing
+        if shares:
+            seen.setdefault(shares, "/".join(map(str, key)))
         paper_n = counts(exp, bench, phase) * epochs * n_seeds
-        source = "measured" if _memory_calls(figures) or memory in NO_MEMORY else "none measured"
-        if source != "measured" and memory in borrowed:
+        if memory in NO_MEMORY:
+            source = "none (no memory)"
+        elif len(cell) and _memory_calls(figures):
+            source = "measured"
+        elif memory in borrowed:  # unrehearsed cells got the method's figures in _unrehearsed
             figures, source = _with_memory_side(figures, borrowed[memory]), "other cells of the method"
+        else:
+            source = "none measured"
         row: dict[str, Any] = dict(zip(CELL, key, strict=True))
         row.update(
+            measured=bool(len(cell)),
             samples=paper_n,
             measured_samples=len(cell),
-            steps=float(cell["steps"].mean()),
-            step_limit=float(cell["step_limit"].max()),
+            steps=float(cell["steps"].mean()) if len(cell) else figures["steps"],
+            step_limit=float(cell["step_limit"].max()) if len(cell) else figures["step_limit"],
             shared_with=shared_with or "",
             memory_side=source,
         )
@@ -227,6 +239,44 @@ def estimate(
                 row[f"{level}_{q}"] = sum(row[f"{level}_{g}_{q}"] for g in GROUPS)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _unrehearsed(
+    cells: list[tuple[Any, pd.DataFrame, dict]],
+    grid: dict[str, list[tuple[str, str, str, str]]],
+    borrowed: dict[str, dict[str, dict[str, float]]],
+) -> list[tuple[Any, pd.DataFrame, dict]]:
+    """Figures for the grid cells no rehearsal record covers (see `estimate`); a cell with no
+    rehearsed benchmark to borrow from is left out (the printout says which)."""
+    have = {key for key, _, _ in cells}
+    out = []
+    for experiment, wanted in grid.items():
+        for bench, framework, memory, phase in wanted:
+            key = (experiment, bench, framework, memory, phase)
+            if key in have:
+                continue
+            same = [(k, c, f) for k, c, f in cells if k[0] == experiment and k[1] == bench and k[4] == phase]
+            sources = [s for s in same if s[0][2] == framework] or same
+            if not sources:
+                continue
+            figures: dict[str, Any] = {
+                level: {
+                    f"{g}_{q}": sum(f[level][f"{g}_{q}"] for _, _, f in sources) / len(sources)
+                    for g in STEP_GROUPS
+                    for q in QUANTITIES
+                }
+                for level in LEVELS
+            }
+            for level in LEVELS:
+                memory_side = (borrowed.get(memory) or {}).get(level, {})
+                figures[level].update(
+                    {f"{g}_{q}": memory_side.get(f"{g}_{q}", 0.0) for g in MEMORY_GROUPS for q in QUANTITIES}
+                )
+            figures["steps"] = sum(float(c["steps"].mean()) for _, c, _ in sources) / len(sources)
+            figures["step_limit"] = max(float(c["step_limit"].max()) for _, c, _ in sources)
+            empty = sources[0][1].iloc[0:0]
+            out.append((key, empty, figures))
+    return out
 
 
 def _memory_calls(figures: dict[str, dict[str, float]]) -> float:
@@ -253,7 +303,7 @@ def memory_side_by_method(cells: list[tuple[Any, pd.DataFrame, dict]]) -> dict[s
 
 
 def _with_memory_side(figures: dict[str, dict[str, float]], memory: dict[str, dict[str, float]]) -> dict:
-    return {level: {**figures[level], **memory[level]} for level in LEVELS}
+    return {**figures, **{level: {**figures[level], **memory[level]} for level in LEVELS}}
 
 
 def measured(samples: pd.DataFrame) -> pd.DataFrame:
