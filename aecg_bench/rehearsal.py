@@ -108,9 +108,9 @@ def rehearsal_overrides(experiment: str, *, limit: int, data_dir: Path) -> tuple
         f"runtime.data_root={data_dir}",
     ]
     benches = [b.strip() for b in params.get("benchmark", "").split(",") if b.strip()]
+    if benches:  # on the command line, so the config check sees the benchmark the overrides below need
+        overrides.append(f"benchmark={','.join(OFFLINE_BENCHMARKS.get(b, b) for b in benches)}")
     if any(b in OFFLINE_BENCHMARKS for b in benches):
-        swapped = [OFFLINE_BENCHMARKS.get(b, b) for b in benches]
-        overrides.append(f"benchmark={','.join(swapped)}")
         notes.append(NOTES["fever_react"])
     if any(b.startswith("mind2web") for b in benches):
         overrides.append("benchmark.params.download=false")

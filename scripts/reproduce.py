@@ -320,6 +320,13 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
             "benchmark x framework (else benchmark) and the method's rehearsed cells"
             + (f"; {unpriced} cells have no rehearsed benchmark and are NOT in the total" if unpriced else "")
         )
+    cut = est[est["at_window"]]
+    if len(cut):
+        names = ", ".join(sorted({f"{r.benchmark}/{r.framework}" for r in cut.itertuples()}))
+        print(
+            f"prompts reached the rehearsal model's context window (cut, so the paper's are longer: tokens "
+            f"here are a floor) in: {names}"
+        )
     for source, note in (
         ("other cells of the method", "memory side priced from the same method's other cells (none measured here)"),
         ("none measured", "NO memory-side call measured anywhere: priced $0, rehearse more samples or a paid model"),

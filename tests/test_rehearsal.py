@@ -91,10 +91,12 @@ def test_a_rehearsal_changes_only_the_limit_the_maintenance_cadence_and_what_nee
     assert expected <= set(table1)  # AECG recalls an earlier sample: at least 2
     assert [n.split()[0] for n in notes] == ["AECG's", "Memory", "FEVER"]
     edv2, notes2 = rehearsal.rehearsal_overrides("edv_table2", limit=1, data_dir=tmp_path)
-    assert "benchmark.params.download=false" in edv2 and not any(o.startswith("benchmark=") for o in edv2)
+    assert "benchmark.params.download=false" in edv2
+    assert "benchmark=mind2web_cross_task,mind2web_cross_website,mind2web_cross_domain" in edv2
     assert "protocol.limit=1" in edv2 and notes2[-1].startswith("Mind2Web")
-    table2, _ = rehearsal.rehearsal_overrides("aecg_table2", limit=1, data_dir=tmp_path)
-    assert not any(o.startswith("benchmark") for o in table2)  # nothing of Table 2 needs the network
+    table2, notes = rehearsal.rehearsal_overrides("aecg_table2", limit=1, data_dir=tmp_path)
+    assert "benchmark=scienceworld_aecg,mbpp_plus_aecg" in table2  # nothing of Table 2 needs the network
+    assert not any(o.startswith("benchmark.params") for o in table2) and len(notes) == 2
 
 
 def test_rehearsal_runs_are_marked_and_never_pooled_with_paper_runs(mock_rehearsal):
@@ -254,6 +256,14 @@ def test_cells_a_rehearsal_left_out_are_priced_from_their_row_and_column():
     assert left_out["memory_side"] == "other cells of the method"
     assert fever.loc[("macnet", "aecg", "eval"), "expected_agent_calls"] == 300 * 15.0  # the benchmark's mean
     assert fever.loc[("macnet", "g_memory", "eval"), "memory_side"] == "none measured"
+
+
+def test_cells_whose_prompts_reached_the_models_window_are_flagged():
+    header = {"models": {"local": {"max_output_tokens": 192, "options": {"n_ctx": 2048}}, "api": {"max_tokens": 9}}}
+    assert cm.prompt_window(header) == 2048 - 192
+    assert cm.prompt_window({"models": {"api": {"max_tokens": 1024}}}) == float("inf")
+    cell = pd.DataFrame({"agent_input_tokens": [1500.0, 0.0], "agent_calls": [1.0, 0.0], "window": [1856.0] * 2})
+    assert cm.at_window(cell) and not cm.at_window(cell.assign(agent_input_tokens=[1400.0, 0.0]))
 
 
 def test_a_build_phase_another_run_repeats_is_counted_once():

@@ -108,6 +108,7 @@ def sample_rows(
         labels = run.header["labels"]
         experiment = str(labels["experiment"])
         experiment = experiment[: -len(suffix)] if suffix and experiment.endswith(suffix) else experiment
+        window = prompt_window(run.header)
         for rec in run.records:
             row: dict[str, Any] = {
                 "experiment": experiment,
@@ -121,6 +122,7 @@ def sample_rows(
                 "step_limit": rec.get("step_limit") or rec.get("steps", 0),
                 "share": share_key(run.header, rec["phase"], rec.get("epoch", 0), rec["sample_id"]),
                 "maintained": rec.get("maintain_round") is not None,
+                "window": window,
             }
             for g in GROUPS:
                 for q in QUANTITIES:
@@ -133,6 +135,17 @@ def sample_rows(
                     _add(row, "maintenance", role, m, price, throughput)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def prompt_window(header: dict[str, Any]) -> float:
+    """The longest prompt the rehearsal's models accept (an embedded model's n_ctx less its reply
+    cap); inf where none is configured. Prompts cut to it are shorter than the paper models'."""
+    sizes = [
+        int(spec["options"]["n_ctx"]) - int(spec.get("max_output_tokens") or spec.get("max_tokens") or 0)
+        for spec in (header.get("models") or {}).values()
+        if (spec.get("options") or {}).get("n_ctx")
+    ]
+    return float(min(sizes)) if sizes else float("inf")
 
 
 def _add(
@@ -229,6 +242,7 @@ def estimate(
             step_limit=float(cell["step_limit"].max()) if len(cell) else figures["step_limit"],
             shared_with=shared_with or "",
             memory_side=source,
+            at_window=bool(len(cell)) and at_window(cell),
         )
         factor = 0 if shared_with else paper_n
         for level in LEVELS:
@@ -239,6 +253,15 @@ def estimate(
                 row[f"{level}_{q}"] = sum(row[f"{level}_{g}_{q}"] for g in GROUPS)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def at_window(cell: pd.DataFrame, share: float = 0.8) -> bool:
+    """Whether a cell's agent prompts reached the rehearsal model's window (mean prompt per agent call
+    at `share` of it or more): the paper's models read them uncut, so they cost more than measured."""
+    if "window" not in cell:
+        return False
+    per_call = cell["agent_input_tokens"] / cell["agent_calls"].where(cell["agent_calls"] > 0)
+    return bool((per_call >= share * cell["window"]).any())
 
 
 def _unrehearsed(
