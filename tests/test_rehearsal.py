@@ -84,7 +84,7 @@ def test_a_rehearsal_changes_only_the_limit_the_maintenance_cadence_and_what_nee
     assert "benchmark=pddl,fever_react_offline,scienceworld_aecg,mbpp_plus_aecg" in table1
     expected = {
         "protocol.limit=2",
-        "protocol.maintain_every=2",
+        "protocol.maintain_every=1",
         "rehearsal=true",
         "experiment_name=aecg_table1-rehearsal",
     }
