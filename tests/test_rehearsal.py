@@ -261,6 +261,32 @@ def test_cells_a_rehearsal_left_out_are_priced_from_their_row_and_column():
     assert fever.loc[("macnet", "g_memory", "eval"), "memory_side"] == "none measured"
 
 
+def test_paper_sizes_prices_and_wall_time():
+    sizes = {"tau2_retail": (69, 45)}
+    assert cm.paper_samples("aecg_table1", "fever", "eval", sizes) == 100
+    assert cm.paper_samples("aecg_rq3_drift", "scienceworld", "eval", sizes) == 88 - 53
+    assert cm.paper_samples("aecg_mechanisms_warmup", "scienceworld", "warmup", sizes) == 53
+    assert [cm.paper_samples("edv_table4", "tau2_retail", p, sizes) for p in ("build", "eval")] == [69, 45]
+    with pytest.raises(KeyError, match="--size mmtb=BUILD,EVAL"):
+        cm.paper_samples("edv_table3", "mmtb", "eval", sizes)
+
+    models = {"a": {"model": "openai/gpt-4.1-mini"}, "m": {"model": "openai/gpt-4o-mini"}, "x": {"model": "z/unknown"}}
+    price, table = cm.role_prices(models, {"agent": "a", "default": "m", "replay": "a", "judge": "x"}, (9.0, 9.5))
+    assert price("planner") == price("agent") == price("replay") == (0.40, 1.60)  # framework roles: the agent's
+    assert price("abstraction") == (0.15, 0.60) and price("judge") == (9.0, 9.5) and table["x"][2]
+    own = {"a": {"model": "z/unknown", "price": {"input": 1.0, "output": 2.0}}}
+    assert cm.role_prices(own, {"default": "a"}, (9.0, 9.0))[0]("agent") == (1.0, 2.0)
+
+    est = pd.DataFrame({"expected_seconds": [3600.0, 3600.0], "expected_calls": [600.0, 0.0]})
+    est = est.assign(expected_input_tokens=[1e6, 0.0], expected_output_tokens=[0.0, 0.0])
+    assert cm.wall_seconds(est, "expected", cm.Limits(jobs=2)) == 3600.0
+    assert cm.wall_seconds(est, "expected", cm.Limits(jobs=4, requests_per_minute=6)) == 6000.0
+    assert cm.wall_seconds(est, "expected", cm.Limits(jobs=4, tokens_per_minute=1e4)) == 6000.0
+    assert cm.Throughput(overhead_s=1.0, prompt_tps=100.0, output_tps=10.0).seconds(2, 300, 50) == 2 + 3 + 5
+    assert cm.role_group("executor") == "agent" and cm.role_group("user_simulator") == "user"
+    assert cm.role_group("distiller") == "memory"
+
+
 def test_cells_whose_prompts_reached_the_models_window_are_flagged():
     header = {"models": {"local": {"max_output_tokens": 192, "options": {"n_ctx": 2048}}, "api": {"max_tokens": 9}}}
     assert cm.prompt_window(header) == 2048 - 192
