@@ -394,3 +394,31 @@ def test_the_embedded_model_rehearsal_ran_every_costly_path():
     required += ["judge_adjudication", "router_probes"]
     assert all(paths.get(p) for p in required), paths
     assert all(ok for p, ok in paths.items() if p.startswith("memory_side:")), paths
+
+
+def test_make_rehearses_the_paper_experiment_with_the_embedded_model_by_default(monkeypatch, capsys, tmp_path):
+    """`make reproduce-table1 PRESET=paper LIMIT=1` = reproduce.py table1 --preset paper --limit 1: the paper
+    experiment's sweep with the rehearsal's overrides and `model=local`, then its table from the rehearsal
+    folder; the Makefile passes LIMIT to every reproduce target."""
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("reproduce", REPO / "scripts" / "reproduce.py")
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    argv = ["reproduce.py", "table1", "--preset", "paper", "--limit", "1", "--results-root", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert reproduce.main() == 0
+    sweep, table = calls
+    assert sweep[1:4] == ["-m", "aecg_bench.run", "experiment=aecg_table1"]
+    assert {"model=local", "rehearsal=true", "protocol.limit=2", "experiment_name=aecg_table1-rehearsal"} <= set(sweep)
+    assert "benchmark=pddl,fever_react_offline,scienceworld_aecg,mbpp_plus_aecg" in sweep
+    assert table[1:] == ["scripts/make_table1.py", str(tmp_path / "aecg_table1-rehearsal")]
+    out = capsys.readouterr().out
+    assert "REHEARSAL of aecg_table1's paper preset" in out and "offline equivalent: FEVER ReAct" in out
+    assert (tmp_path / ".rehearsal-data" / "mmtb" / "fixture.blob").exists()
+    makefile = (REPO / "Makefile").read_text()
+    assert "$(if $(LIMIT),--limit $(LIMIT))" in makefile.split("REPRODUCE_ARGS =")[1].split("\n\n")[0]
+    assert "$(if $(LIMIT),--limit $(LIMIT))" in makefile.split("\nreproduce-edv:")[1].split("\n\n")[0]
