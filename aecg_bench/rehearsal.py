@@ -73,8 +73,10 @@ def component_label(group: str, name: str) -> str:
 def paper_grid(experiment: str) -> list[tuple[str, str, str, str]]:
     """(benchmark, framework, memory, phase) labels of every cell of an online AECG table's paper
     preset (its sweep's product), for pricing cells a rehearsal left out; [] for other experiments."""
+    if not experiment.startswith("aecg_table"):
+        return []
     params = sweep_params(experiment)
-    if not experiment.startswith("aecg_table") or not {"framework", "benchmark", "memory"} <= set(params):
+    if not {"framework", "benchmark", "memory"} <= set(params):
         return []
 
     def labels(group: str) -> list[str]:

@@ -279,6 +279,7 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
         "framework": "framework",
         "memory": "memory",
         "phase": "phase",
+        "epoch": "epoch",
         "measured": "rehearsed",
         "samples": "samples",
         "expected_calls": "calls",

@@ -241,6 +241,7 @@ def test_cells_a_rehearsal_left_out_are_priced_from_their_row_and_column():
     grid = rehearsal.paper_grid("aecg_table1")
     assert len(grid) == 4 * 3 * 6 and ("fever", "agentnet", "g_memory", "eval") in grid
     assert {b for b, *_ in grid} == {"pddl", "fever", "scienceworld", "mbpp_plus"}
+    assert len(rehearsal.paper_grid("aecg_table2")) == 2 * 8 and rehearsal.paper_grid("aecg_mechanisms_warmup") == []
 
     def row(framework: str, memory: str, agent: float, mem: float) -> dict:
         r = {"experiment": "aecg_table1", "benchmark": "fever", "framework": framework, "memory": memory}
@@ -253,12 +254,12 @@ def test_cells_a_rehearsal_left_out_are_priced_from_their_row_and_column():
     est = cm.estimate(samples, lambda e, b, p: 100, seeds=3, grid={"aecg_table1": grid}).set_index(cm.CELL)
     fever = est.xs(("aecg_table1", "fever"), level=("experiment", "benchmark"))
     assert len(fever) == 3 * 6 and fever["measured"].sum() == 2
-    left_out = fever.loc[("autogen", "aecg", "eval")]
+    left_out = fever.loc[("autogen", "aecg", "eval", 0)]
     assert not left_out["measured"] and left_out["expected_agent_calls"] == 300 * 20.0
     assert left_out["expected_memory_calls"] == 300 * 3.0 and left_out["shared_with"] == ""
     assert left_out["memory_side"] == "other cells of the method"
-    assert fever.loc[("macnet", "aecg", "eval"), "expected_agent_calls"] == 300 * 15.0  # the benchmark's mean
-    assert fever.loc[("macnet", "g_memory", "eval"), "memory_side"] == "none measured"
+    assert fever.loc[("macnet", "aecg", "eval", 0), "expected_agent_calls"] == 300 * 15.0  # the benchmark's mean
+    assert fever.loc[("macnet", "g_memory", "eval", 0), "memory_side"] == "none measured"
 
 
 def test_paper_sizes_prices_and_wall_time():
@@ -364,18 +365,13 @@ def test_a_resumed_runs_duration_leaves_out_the_pause(make_config, monkeypatch):
 
 
 def test_a_span_cut_by_a_kill_ends_at_its_last_record():
-    header = {"started_at": 100.0, "sessions": [[100.0, None]]}
-    records = [{"started_at": 110.0, "seconds": 5.0}, {"started_at": 120.0, "seconds": 7.5}]
-    assert batch_sessions(header, records) == [[100.0, 127.5]]
-    assert batch_sessions(header, []) == [[100.0, 100.0]]
-    legacy = {"started_at": 100.0, "finished_at": 130.0}  # written before spans were recorded
-    assert batch_sessions(legacy, []) == [[100.0, 130.0]]
-
-
-def batch_sessions(header: dict, records: list[dict]) -> list[list[float]]:
     from aecg_bench.runner.batch import closed_sessions
 
-    return closed_sessions(header, records)
+    records = [{"started_at": 90.0, "seconds": 50.0}, {"started_at": 110.0, "seconds": 5.0}]
+    records.append({"started_at": 120.0, "seconds": 7.5})
+    assert closed_sessions([[100.0, None]], records) == [[100.0, 127.5]]  # the record of an earlier span is not its
+    assert closed_sessions([[100.0, None]], []) == [[100.0, 100.0]]
+    assert closed_sessions([[50.0, 60.0], [100.0, None]], records[1:]) == [[50.0, 60.0], [100.0, 127.5]]
 
 
 # -- the embedded-model rehearsal (slow) -----------------------------------------------------------
@@ -422,3 +418,87 @@ def test_make_rehearses_the_paper_experiment_with_the_embedded_model_by_default(
     makefile = (REPO / "Makefile").read_text()
     assert "$(if $(LIMIT),--limit $(LIMIT))" in makefile.split("REPRODUCE_ARGS =")[1].split("\n\n")[0]
     assert "$(if $(LIMIT),--limit $(LIMIT))" in makefile.split("\nreproduce-edv:")[1].split("\n\n")[0]
+
+
+def _run(experiment: str, memory: str, records: list[dict], *, epochs: int = 1, n_ctx: int | None = 2048) -> object:
+    from aecg_bench.results_format import Run
+
+    models = {"m": {"model": "x", "max_output_tokens": 192, "options": {"n_ctx": n_ctx} if n_ctx else {}}}
+    config = {"experiment_name": experiment, "memory": {"name": memory, "label": f"{memory}_e{epochs}"}}
+    config["protocol"] = {"build_epochs": epochs}
+    header = {
+        "labels": {"experiment": experiment, "benchmark": "b", "framework": "f", "memory": memory, "seed": 0},
+        "identity": {"config": config},
+        "models": models,
+    }
+    return Run(path=Path("."), header=header, records=records)
+
+
+def _usage(**roles: tuple[int, int, int]) -> dict:
+    return {"by_role": {r: {"calls": c, "input_tokens": i, "output_tokens": o} for r, (c, i, o) in roles.items()}}
+
+
+def test_sample_rows_split_usage_into_groups_price_each_role_and_keep_maintenance_apart():
+    rec = {
+        "phase": "build",
+        "epoch": 1,
+        "sample_id": "s1",
+        "steps": 5,
+        "step_limit": 9,
+        "maintain_round": 1,
+        "usage": _usage(planner=(4, 4000, 40), user_simulator=(2, 1000, 20), distiller=(3, 3000, 300)),
+        "maintain_usage": _usage(distiller=(1, 1000, 100)),
+    }
+    prices = {"agent": (1.0, 10.0), "user": (2.0, 20.0), "memory": (3.0, 30.0)}
+    throughput = cm.Throughput(overhead_s=1.0, prompt_tps=1000.0, output_tps=10.0)
+    rows = cm.sample_rows(
+        [_run("edv_t-rehearsal", "edv", [rec])], lambda r: prices[cm.role_group(r)], throughput, "-rehearsal"
+    )
+    (row,) = rows.to_dict("records")
+    assert (row["experiment"], row["memory"], row["phase"], row["epoch"], row["maintained"]) == (
+        "edv_t",
+        "edv",
+        "build",
+        1,
+        True,
+    )
+    assert (row["steps"], row["step_limit"], row["window"]) == (5, 9, 2048 - 192)
+    got = {g: tuple(row[f"{g}_{q}"] for q in ("calls", "input_tokens", "output_tokens")) for g in cm.GROUPS}
+    assert got == {
+        "agent": (4, 4000, 40),
+        "user": (2, 1000, 20),
+        "memory": (2, 2000, 200),
+        "maintenance": (1, 1000, 100),
+    }
+    assert row["agent_dollars"] == pytest.approx((4000 * 1.0 + 40 * 10.0) / 1e6)
+    assert row["user_dollars"] == pytest.approx((1000 * 2.0 + 20 * 20.0) / 1e6)
+    assert row["maintenance_dollars"] == pytest.approx((1000 * 3.0 + 100 * 30.0) / 1e6)
+    assert row["agent_seconds"] == pytest.approx(4 + 4 + 4) and row["memory_seconds"] == pytest.approx(2 + 2 + 20)
+    # the same build epoch and sample of a longer build is the same calls; an eval sample is not
+    longer = cm.sample_rows([_run("edv_t", "edv", [rec], epochs=4, n_ctx=None)], lambda r: (0, 0), throughput)
+    assert longer.iloc[0]["share"] == row["share"] and longer.iloc[0]["window"] == float("inf")
+    evals = cm.sample_rows([_run("edv_t", "edv", [rec | {"phase": "eval"}], epochs=4)], lambda r: (0, 0), throughput)
+    assert evals.iloc[0]["share"] != row["share"]
+    measured = cm.measured(rows).iloc[0]
+    assert (measured["calls"], measured["input_tokens"], measured["output_tokens"]) == (9, 8000, 360)
+
+
+def test_estimate_counts_seeds_epochs_and_prices_a_repeated_stream_once():
+    def row(seed: int, epoch: int, share: str, memory: str = "edv", calls: float = 2.0) -> dict:
+        r = {"experiment": "e", "benchmark": "b", "framework": "f", "memory": memory, "phase": "build"}
+        r |= {"seed": seed, "epoch": epoch, "share": share, "maintained": False, "steps": 2, "step_limit": 4}
+        r |= {f"{g}_{q}": 0.0 for g in cm.GROUPS for q in cm.QUANTITIES}
+        return r | {"agent_calls": calls, "memory_calls": 1.0, "window": 100.0, "agent_input_tokens": 90.0 * calls}
+
+    first = [row(s, e, f"{e}") for s in (0, 1) for e in (0, 1)]  # 2 seeds x 2 build epochs
+    again = [row(0, 0, "0", memory="edv2"), row(0, 1, "x", memory="edv2")]  # repeats epoch 0 of the first run
+    est = cm.estimate(pd.DataFrame(first + again), lambda e, b, p: 10).set_index(["memory", "epoch"])
+    assert est.loc[("edv", 1), "samples"] == 10 * 2 and est.loc[("edv", 1), "measured_samples"] == 2  # per seed
+    assert est.loc[("edv", 0), "expected_calls"] == 20 * 3.0 and est.loc[("edv", 0), "high_agent_calls"] == 20 * 4.0
+    assert (est.loc[("edv", 0), "steps"], est.loc[("edv", 0), "step_limit"]) == (2.0, 4.0)
+    assert est.loc[("edv2", 0), "shared_with"] == "e/b/f/edv/build/0" and est.loc[("edv2", 0), "expected_calls"] == 0
+    assert est.loc[("edv2", 0), "high_dollars"] == 0 and est.loc[("edv2", 1), "expected_calls"] == 10 * 3.0
+    assert est.loc[("edv", 0), "shared_with"] == "" and est.loc[("edv2", 1), "shared_with"] == ""
+    assert est["at_window"].all() and est.loc[("edv", 0), "memory_side"] == "measured"
+    assert cm.estimate(pd.DataFrame(first), lambda e, b, p: 10, seeds=3).iloc[0]["samples"] == 10 * 3
+    assert cm.estimate(pd.DataFrame(), lambda e, b, p: 10).empty

@@ -49,7 +49,7 @@ QUANTITIES = ("calls", "input_tokens", "output_tokens", "dollars", "seconds")
 USAGE = ("calls", "input_tokens", "output_tokens")
 # identity keys that change where a run's results go or how many epochs follow, not its calls
 NOT_IN_CALLS = ("experiment_name",)
-CELL = ["experiment", "benchmark", "framework", "memory", "phase"]
+CELL = ["experiment", "benchmark", "framework", "memory", "phase", "epoch"]  # a build epoch is its own cell
 MECHANISMS = ("aecg_rq", "aecg_mechanisms_warmup")  # the mechanism tests' experiments and their shared warm-up
 MECHANISM_WARMUP = 0.6  # paper C.3 (conf/experiment/aecg_rq*.yaml warmup_fraction)
 
@@ -202,7 +202,8 @@ def estimate(
     """Per cell: paper samples and low / expected / high calls, tokens, dollars, seconds.
 
     `counts(experiment, benchmark, phase)` is the paper preset's samples per run of that phase (per
-    epoch for a build phase); `seeds` its runs per cell (default: the seeds the rehearsal ran);
+    epoch for a build phase: each epoch is a cell); `seeds` its runs per cell (default: the seeds the
+    rehearsal ran);
     `maintain_every` its samples per memory maintenance round (protocol.maintain_every).
     A cell whose calls an earlier cell repeats exactly is kept with `shared_with` set and zero cost.
     `grid` (experiment -> its (benchmark, framework, memory, phase) cells) adds the cells the rehearsal
@@ -215,16 +216,15 @@ def estimate(
     extra = _unrehearsed(cells, grid or {}, borrowed)
     rows, seen = [], {}
     for key, cell, figures in [*cells, *extra]:
-        exp, bench, _, memory, phase = key
+        exp, bench, _, memory, phase, _ = key
         n_seeds = seeds or max(cell["seed"].nunique(), 1)
-        epochs = max(int(cell["epoch"].nunique()), 1)
         # one seed's stream decides sharing: the other seeds repeat it with their own calls
         first = cell[cell["seed"] == cell["seed"].min()]
         shares = tuple(sorted(first["share"]))
         shared_with = seen.get(shares) if shares else None  # an unrehearsed cell shares nothing
         if shares:
             seen.setdefault(shares, "/".join(map(str, key)))
-        paper_n = counts(exp, bench, phase) * epochs * n_seeds
+        paper_n = counts(exp, bench, phase) * n_seeds
         if memory in NO_MEMORY:
             source = "none (no memory)"
         elif len(cell) and _memory_calls(figures):
@@ -275,7 +275,7 @@ def _unrehearsed(
     out = []
     for experiment, wanted in grid.items():
         for bench, framework, memory, phase in wanted:
-            key = (experiment, bench, framework, memory, phase)
+            key = (experiment, bench, framework, memory, phase, 0)
             if key in have:
                 continue
             same = [(k, c, f) for k, c, f in cells if k[0] == experiment and k[1] == bench and k[4] == phase]

@@ -106,6 +106,7 @@ def _execute(
 ) -> dict[str, Any]:
     cfg = plan.config
     records = rd.records()
+    header["sessions"] = [*closed_sessions(header["sessions"][:-1], records), header["sessions"][-1]]
     _restore_state(rd, plan, services, audit, records)
     done = done_positions(records)
     attempts = Counter(r["position"] for r in records)
@@ -174,16 +175,16 @@ def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
     )
     existing.pop("error", None)
     existing["status"] = "running"
-    existing["sessions"] = [*closed_sessions(existing, rd.records()), [now, None]]
+    # runs from before spans were recorded have one: started_at to finished_at
+    earlier = existing.get("sessions") or [[existing["started_at"], existing.get("finished_at")]]
+    existing["sessions"] = [*earlier, [now, None]]
     rd.write_header(existing)
     return existing
 
 
-def closed_sessions(header: dict[str, Any], records: list[dict[str, Any]]) -> list[list[float]]:
-    """The run's earlier active spans [start, end], each closed. A span a kill -9 left open ends at its
-    last record's end (the work it kept), or where it started; runs from before spans were recorded
-    have one span, started_at to finished_at."""
-    sessions = header.get("sessions") or [[header["started_at"], header.get("finished_at")]]
+def closed_sessions(sessions: list[list[Any]], records: list[dict[str, Any]]) -> list[list[float]]:
+    """Earlier active spans [start, end], each closed: a span a kill -9 left open ends at its last
+    record's end (the work it kept), or where it started."""
     out = []
     for start, end in sessions:
         if end is None:
