@@ -451,8 +451,9 @@ def test_sample_rows_split_usage_into_groups_price_each_role_and_keep_maintenanc
     }
     prices = {"agent": (1.0, 10.0), "user": (2.0, 20.0), "memory": (3.0, 30.0)}
     throughput = cm.Throughput(overhead_s=1.0, prompt_tps=1000.0, output_tps=10.0)
+    cut_short = rec | {"status": "infra_error", "sample_id": "s2"}
     rows = cm.sample_rows(
-        [_run("edv_t-rehearsal", "edv", [rec])], lambda r: prices[cm.role_group(r)], throughput, "-rehearsal"
+        [_run("edv_t-rehearsal", "edv", [rec, cut_short])], lambda r: prices[cm.role_group(r)], throughput, "-rehearsal"
     )
     (row,) = rows.to_dict("records")
     assert (row["experiment"], row["memory"], row["phase"], row["epoch"], row["maintained"]) == (

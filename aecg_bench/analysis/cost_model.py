@@ -110,6 +110,8 @@ def sample_rows(
         experiment = experiment[: -len(suffix)] if suffix and experiment.endswith(suffix) else experiment
         window = prompt_window(run.header)
         for rec in run.records:
+            if rec.get("status") == "infra_error":  # cut short by the infrastructure: its usage is partial
+                continue
             row: dict[str, Any] = {
                 "experiment": experiment,
                 "benchmark": labels["benchmark"],
