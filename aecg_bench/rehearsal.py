@@ -40,7 +40,8 @@ NOTES = {
     "fever_react": "FEVER ReAct searches a local page store built from the shared FEVER dev claims (their evidence "
     "page titles, the claims citing each as its text) instead of live Wikipedia: the same Search/Lookup/Finish code.",
     "mind2web": "Mind2Web reads the tests' schema-faithful fixture (2 tasks) instead of the hub's 1.4 GB download.",
-    "mmtb": "MMTB reads the tests' fixture (2 missions) instead of the authors' file.",
+    "mmtb": "MMTB reads the tests' fixture (3 entries: its 2, and a copy of the first in the train half) "
+    "instead of the authors' file.",
     "second_sample": "AECG's cells run 2 samples: its memory-side calls (attribution judges over recalled items, "
     "skill abstraction from evidence) need an earlier sample to recall, as the smoke preset's limit of 2 does.",
     "maintain": "Memory maintenance runs after every sample (the paper preset: every 10) so every phase of every run "

@@ -226,6 +226,13 @@ def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadenc
     silent = pd.DataFrame([row(3, 12, 6.0, False) | {"benchmark": "y", "memory_calls": 0.0}])
     both = cm.estimate(pd.concat([samples, silent]), lambda e, b, p: 100, seeds=1, maintain_every=10)
     assert list(both["memory_side"]) == ["measured", "other cells of the method"]  # cell y: none of its own
+    frozen = pd.DataFrame([row(3, 12, 6.0, False) | {"phase": "eval", "memory_calls": 0.0}])
+    evals = cm.estimate(pd.concat([samples, frozen]), lambda e, b, p: 100, seeds=1).set_index("phase")
+    assert evals.loc["eval", "memory_side"] == "none in this phase" and evals.loc["eval", "expected_memory_calls"] == 0
+    alone = cm.estimate(frozen, lambda e, b, p: 100, seeds=1).iloc[0]
+    assert alone["memory_side"] == "none measured"  # a method never seen calling a model is named
+    router = cm.estimate(frozen.assign(phase="build"), lambda e, b, p: 100, seeds=1).iloc[0]
+    assert router["memory_side"] == "none in this phase"  # its build calls are its construction (EDV's Router)
     assert both.iloc[1]["expected_memory_calls"] == both.iloc[0]["expected_memory_calls"]  # never $0 for a caller
     est = cm.estimate(samples, lambda e, b, p: 100, seeds=1, maintain_every=10).iloc[0]
     assert est["expected_agent_calls"] == 100 * 6.0
@@ -292,6 +299,8 @@ def test_cells_whose_prompts_reached_the_models_window_are_flagged():
     header = {"models": {"local": {"max_output_tokens": 192, "options": {"n_ctx": 2048}}, "api": {"max_tokens": 9}}}
     assert cm.prompt_window(header) == 2048 - 192
     assert cm.prompt_window({"models": {"api": {"max_tokens": 1024}}}) == float("inf")
+    masked = {"models": {"local": {"max_output_tokens": "***", "options": {"n_ctx": 2048}}}}
+    assert cm.prompt_window(masked) == 2048
     cell = pd.DataFrame({"agent_input_tokens": [1500.0, 0.0], "agent_calls": [1.0, 0.0], "window": [1856.0] * 2})
     assert cm.at_window(cell) and not cm.at_window(cell.assign(agent_input_tokens=[1400.0, 0.0]))
 

@@ -143,11 +143,17 @@ def prompt_window(header: dict[str, Any]) -> float:
     """The longest prompt the rehearsal's models accept (an embedded model's n_ctx less its reply
     cap); inf where none is configured. Prompts cut to it are shorter than the paper models'."""
     sizes = [
-        int(spec["options"]["n_ctx"]) - int(spec.get("max_output_tokens") or spec.get("max_tokens") or 0)
+        int(spec["options"]["n_ctx"]) - _number(spec.get("max_output_tokens") or spec.get("max_tokens"))
         for spec in (header.get("models") or {}).values()
         if (spec.get("options") or {}).get("n_ctx")
     ]
     return float(min(sizes)) if sizes else float("inf")
+
+
+def _number(value: Any) -> int:
+    """A reply cap as run.json holds it; 0 when absent or masked (the secret scrubber masks keys
+    that contain "token", so older and current headers may show '***')."""
+    return value if isinstance(value, int) else 0
 
 
 def _add(
@@ -215,6 +221,7 @@ def estimate(
         return pd.DataFrame()
     cells = [(key, cell, per_sample(cell, maintain_every)) for key, cell in samples.groupby(CELL, sort=False)]
     borrowed = memory_side_by_method(cells)
+    builders = constructs(cells)
     extra = _unrehearsed(cells, grid or {}, borrowed)
     rows, seen = [], {}
     for key, cell, figures in [*cells, *extra]:
@@ -231,8 +238,10 @@ def estimate(
             source = "none (no memory)"
         elif len(cell) and _memory_calls(figures):
             source = "measured"
-        elif memory in borrowed:  # unrehearsed cells got the method's figures in _unrehearsed
-            figures, source = _with_memory_side(figures, borrowed[memory]), "other cells of the method"
+        elif (memory, phase) in borrowed:  # unrehearsed cells got the method's figures in _unrehearsed
+            figures, source = _with_memory_side(figures, borrowed[(memory, phase)]), "other cells of the method"
+        elif memory in builders:
+            source = "none in this phase"
         else:
             source = "none measured"
         row: dict[str, Any] = dict(zip(CELL, key, strict=True))
@@ -269,7 +278,7 @@ def at_window(cell: pd.DataFrame, share: float = 0.8) -> bool:
 def _unrehearsed(
     cells: list[tuple[Any, pd.DataFrame, dict]],
     grid: dict[str, list[tuple[str, str, str, str]]],
-    borrowed: dict[str, dict[str, dict[str, float]]],
+    borrowed: dict[tuple[str, str], dict[str, dict[str, float]]],
 ) -> list[tuple[Any, pd.DataFrame, dict]]:
     """Figures for the grid cells no rehearsal record covers (see `estimate`); a cell with no
     rehearsed benchmark to borrow from is left out (the printout says which)."""
@@ -293,7 +302,7 @@ def _unrehearsed(
                 for level in LEVELS
             }
             for level in LEVELS:
-                memory_side = (borrowed.get(memory) or {}).get(level, {})
+                memory_side = (borrowed.get((memory, phase)) or {}).get(level, {})
                 figures[level].update(
                     {f"{g}_{q}": memory_side.get(f"{g}_{q}", 0.0) for g in MEMORY_GROUPS for q in QUANTITIES}
                 )
@@ -308,15 +317,18 @@ def _memory_calls(figures: dict[str, dict[str, float]]) -> float:
     return figures["expected"]["memory_calls"] + figures["expected"]["maintenance_calls"]
 
 
-def memory_side_by_method(cells: list[tuple[Any, pd.DataFrame, dict]]) -> dict[str, dict[str, dict[str, float]]]:
-    """Per memory method, its memory-side per-sample figures averaged over the cells where the rehearsal
-    saw it call a model. A cell where it called none (AECG abstracts and judges only after a success,
-    which a small model may never have) is priced with these: a method that calls a model never costs $0."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for memory in {key[3] for key, _, _ in cells} - set(NO_MEMORY):
-        measured_cells = [f for key, _, f in cells if key[3] == memory and _memory_calls(f) > 0]
+def memory_side_by_method(
+    cells: list[tuple[Any, pd.DataFrame, dict]],
+) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """Per memory method and phase, its memory-side per-sample figures averaged over the cells where the
+    rehearsal saw it call a model. A cell of that method and phase where it called none (AECG abstracts
+    and judges only after a success, which a small model may never have) is priced with these, so a
+    method that calls a model never costs $0; a phase it never calls one in (a frozen evaluation) is not."""
+    out: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    for memory, phase in {(key[3], key[4]) for key, _, _ in cells if key[3] not in NO_MEMORY}:
+        measured_cells = [f for key, _, f in cells if key[3:5] == (memory, phase) and _memory_calls(f) > 0]
         if measured_cells:
-            out[memory] = {
+            out[(memory, phase)] = {
                 level: {
                     f"{g}_{q}": sum(f[level][f"{g}_{q}"] for f in measured_cells) / len(measured_cells)
                     for g in MEMORY_GROUPS
@@ -325,6 +337,16 @@ def memory_side_by_method(cells: list[tuple[Any, pd.DataFrame, dict]]) -> dict[s
                 for level in LEVELS
             }
     return out
+
+
+def constructs(cells: list[tuple[Any, pd.DataFrame, dict]]) -> set[str]:
+    """Methods the rehearsal saw call a model for their memory: a memory-side call anywhere, or any call
+    in a build phase (EDV's Router builds its ability matrix from executor probes)."""
+    return {
+        key[3]
+        for key, _, f in cells
+        if _memory_calls(f) > 0 or (key[4] == "build" and f["expected"]["agent_calls"] > 0)
+    }
 
 
 def _with_memory_side(figures: dict[str, dict[str, float]], memory: dict[str, dict[str, float]]) -> dict:
