@@ -259,6 +259,7 @@ def dry_run(experiments: list[str], args: argparse.Namespace, *, edv: bool = Fal
             seeds=SEEDS,
             maintain_every=every,
             grid=grid,
+            task_steps=cm.FIXTURE_TASK_STEPS,
         )
     except KeyError as exc:
         print(f"error: {exc.args[0]}")

@@ -234,6 +234,10 @@ def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadenc
     router = cm.estimate(frozen.assign(phase="build"), lambda e, b, p: 100, seeds=1).iloc[0]
     assert router["memory_side"] == "none in this phase"  # its build calls are its construction (EDV's Router)
     assert both.iloc[1]["expected_memory_calls"] == both.iloc[0]["expected_memory_calls"]  # never $0 for a caller
+    fixture = cm.estimate(samples, lambda e, b, p: 100, seeds=1, task_steps={"x": 7.0}).iloc[0]
+    assert fixture["expected_agent_calls"] == 100 * (8.0 * 7 / 4 + 4.0 * 7 / 2) / 2 == fixture["high_agent_calls"]
+    assert fixture["low_agent_calls"] == fixture["expected_agent_calls"] / 2 and fixture["steps"] == 7.0
+    assert fixture["expected_memory_calls"] == 100 * 2.0  # the memory side as measured
     est = cm.estimate(samples, lambda e, b, p: 100, seeds=1, maintain_every=10).iloc[0]
     assert est["expected_agent_calls"] == 100 * 6.0
     assert est["high_agent_calls"] == 100 * (8.0 * 3 + 4.0 * 6) / 2  # every sample at its budget of 12

@@ -52,6 +52,10 @@ NOT_IN_CALLS = ("experiment_name",)
 CELL = ["experiment", "benchmark", "framework", "memory", "phase", "epoch"]  # a build epoch is its own cell
 MECHANISMS = ("aecg_rq", "aecg_mechanisms_warmup")  # the mechanism tests' experiments and their shared warm-up
 MECHANISM_WARMUP = 0.6  # paper C.3 (conf/experiment/aecg_rq*.yaml warmup_fraction)
+# Mean steps of the real tasks where a rehearsal reads a shorter fixture: Mind2Web's tasks take 7.3 actions
+# on average (Deng et al., 2023, sec. 2); the fixture's take 1-2. MMTB's fixture missions are not rescaled
+# (the real entries' mean length is not documented here).
+FIXTURE_TASK_STEPS = {f"mind2web_cross_{s}": 7.3 for s in ("task", "website", "domain")}
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,18 @@ def _add(
     row[f"{group}_seconds"] += throughput.seconds(u["calls"], u["input_tokens"], u["output_tokens"])
 
 
-def per_sample(cell: pd.DataFrame, maintain_every: int) -> dict[str, dict[str, float]]:
+def per_sample(cell: pd.DataFrame, maintain_every: int, task_steps: float | None = None) -> dict[str, dict[str, float]]:
     """low / expected / high per-sample figures of one cell's sample rows (see the module doc);
-    maintenance: per round (the smallest, mean, largest measured) over `maintain_every` samples."""
+    maintenance: per round (the smallest, mean, largest measured) over `maintain_every` samples.
+    `task_steps`: the real tasks' mean length where the rehearsal ran a shorter fixture (its tasks are
+    as long as their gold paths): agents and user simulator scale to it, which is also the budget."""
     steps = cell["steps"].clip(lower=1).astype(float)
-    high_f = (cell["step_limit"].astype(float) / steps).clip(lower=1.0)
-    low_f = (steps / 2).clip(lower=1.0) / steps
+    if task_steps:  # expected: the fixture's usage per step at the real tasks' length, which is their budget
+        scale, limit = task_steps / steps, pd.Series(float(task_steps), index=cell.index)
+    else:
+        scale, limit = pd.Series(1.0, index=cell.index), cell["step_limit"].astype(float)
+    high_f = (limit / steps).clip(lower=1.0)  # every sample at its full budget
+    low_f = (steps * scale / 2).clip(lower=1.0) / steps  # half the expected steps, at least one
     out: dict[str, dict[str, float]] = {level: {} for level in LEVELS}
     rounds = cell[cell["maintained"]]
     for q in QUANTITIES:
@@ -186,7 +196,7 @@ def per_sample(cell: pd.DataFrame, maintain_every: int) -> dict[str, dict[str, f
             out[level][f"maintenance_{q}"] = float(value) / maintain_every if len(rounds) else 0.0
         for g in GROUPS[:-1]:
             col = cell[f"{g}_{q}"].astype(float)
-            out["expected"][f"{g}_{q}"] = float(col.mean())
+            out["expected"][f"{g}_{q}"] = float((col * scale).mean()) if g in STEP_GROUPS else float(col.mean())
             if g in STEP_GROUPS:
                 out["low"][f"{g}_{q}"] = float((col * low_f).mean())
                 out["high"][f"{g}_{q}"] = float((col * high_f).mean())
@@ -206,6 +216,7 @@ def estimate(
     seeds: int | None = None,
     maintain_every: int = 10,
     grid: dict[str, list[tuple[str, str, str, str]]] | None = None,
+    task_steps: dict[str, float] | None = None,
 ) -> pd.DataFrame:
     """Per cell: paper samples and low / expected / high calls, tokens, dollars, seconds.
 
@@ -216,10 +227,15 @@ def estimate(
     A cell whose calls an earlier cell repeats exactly is kept with `shared_with` set and zero cost.
     `grid` (experiment -> its (benchmark, framework, memory, phase) cells) adds the cells the rehearsal
     left out, `measured` False: agents as in the same benchmark x framework (else the benchmark) under
-    the memory methods rehearsed there, the memory side as the method's rehearsed cells."""
+    the memory methods rehearsed there, the memory side as the method's rehearsed cells.
+    `task_steps` (benchmark -> the real tasks' mean steps) rescales benchmarks rehearsed on fixtures."""
     if samples.empty:
         return pd.DataFrame()
-    cells = [(key, cell, per_sample(cell, maintain_every)) for key, cell in samples.groupby(CELL, sort=False)]
+    lengths = task_steps or {}
+    cells = [
+        (key, cell, per_sample(cell, maintain_every, lengths.get(key[1])))
+        for key, cell in samples.groupby(CELL, sort=False)
+    ]
     borrowed = memory_side_by_method(cells)
     builders = constructs(cells)
     extra = _unrehearsed(cells, grid or {}, borrowed)
@@ -249,7 +265,7 @@ def estimate(
             measured=bool(len(cell)),
             samples=paper_n,
             measured_samples=len(cell),
-            steps=float(cell["steps"].mean()) if len(cell) else figures["steps"],
+            steps=lengths.get(bench) or (float(cell["steps"].mean()) if len(cell) else figures["steps"]),
             step_limit=float(cell["step_limit"].max()) if len(cell) else figures["step_limit"],
             shared_with=shared_with or "",
             memory_side=source,
