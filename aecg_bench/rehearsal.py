@@ -2,19 +2,21 @@
 
 `make reproduce-table1 PRESET=paper LIMIT=1 MODEL=local` (also table2, mechanisms, edv) runs the
 experiment's own sweep (benchmarks and modes, step budgets, prompts, windows, memory-side roles,
-protocols, epochs, seeds) with three changes only: `protocol.limit` (the first LIMIT samples of every
-split), the model, memory maintenance after every sample (so every phase of a run, a one-task
-warm-up included, measures a round; the dry run prices rounds at the preset's cadence), and an
-offline equivalent wherever the paper preset needs the network (AECG's experiments run at least 2 samples: one never recalls anything,
-so AECG's memory side would never call its model):
+protocols, epochs, seeds) and changes only:
 
-- FEVER ReAct searches a page store built from the shared FEVER claims (`fever_react_offline`),
-  not live Wikipedia: the same Search/Lookup/Finish code;
-- Mind2Web and MMTB read the tests' schema-faithful fixtures instead of the hub's files.
+- `protocol.limit`: the first LIMIT samples of every split (AECG's experiments at least 2: with one,
+  nothing is ever recalled, so AECG's memory side would never call its model);
+- the model (default the embedded `local`; EDV: the embedded pool);
+- memory maintenance after every sample, so every phase of a run (a one-task warm-up included)
+  measures a round; the dry run prices rounds at the preset's cadence;
+- an offline equivalent wherever the paper preset needs the network: FEVER ReAct searches a page
+  store built from the shared FEVER claims (`fever_react_offline`: the same Search/Lookup/Finish
+  code); Mind2Web and MMTB read the tests' schema-faithful fixtures instead of the hub's files.
 
 Its runs carry `rehearsal: true` (part of their identity) and an `-rehearsal` experiment name, so
 their results never pool with a paper run's. What a rehearsal is for: running every code path of
-the paid run before paying, and calibrating the cost model (aecg_bench/analysis/cost_model.py).
+the paid run before paying (`code_paths`), and calibrating the cost model
+(aecg_bench/analysis/cost_model.py).
 """
 
 from __future__ import annotations
