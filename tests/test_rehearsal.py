@@ -459,7 +459,13 @@ def test_sample_rows_split_usage_into_groups_price_each_role_and_keep_maintenanc
         "steps": 5,
         "step_limit": 9,
         "maintain_round": 1,
-        "usage": _usage(planner=(4, 4000, 40), user_simulator=(2, 1000, 20), distiller=(3, 3000, 300)),
+        "usage": _usage(
+            planner=(3, 3000, 30),
+            critic=(1, 1000, 10),
+            user_simulator=(2, 1000, 20),
+            distiller=(3, 3000, 300),
+            verifier=(1, 500, 7),
+        ),
         "maintain_usage": _usage(distiller=(1, 1000, 100)),
     }
     prices = {"agent": (1.0, 10.0), "user": (2.0, 20.0), "memory": (3.0, 30.0)}
@@ -478,23 +484,26 @@ def test_sample_rows_split_usage_into_groups_price_each_role_and_keep_maintenanc
     )
     assert (row["steps"], row["step_limit"], row["window"]) == (5, 9, 2048 - 192)
     got = {g: tuple(row[f"{g}_{q}"] for q in ("calls", "input_tokens", "output_tokens")) for g in cm.GROUPS}
-    assert got == {
+    expected_groups = {
         "agent": (4, 4000, 40),
         "user": (2, 1000, 20),
-        "memory": (2, 2000, 200),
+        "memory": (3, 2500, 207),
         "maintenance": (1, 1000, 100),
     }
-    assert row["agent_dollars"] == pytest.approx((4000 * 1.0 + 40 * 10.0) / 1e6)
-    assert row["user_dollars"] == pytest.approx((1000 * 2.0 + 20 * 20.0) / 1e6)
-    assert row["maintenance_dollars"] == pytest.approx((1000 * 3.0 + 100 * 30.0) / 1e6)
-    assert row["agent_seconds"] == pytest.approx(4 + 4 + 4) and row["memory_seconds"] == pytest.approx(2 + 2 + 20)
+    assert got == expected_groups
+    exact = pytest.approx  # relative 1e-12: a dollar figure off by one part in a million is wrong
+    assert row["agent_dollars"] == exact((4000 * 1.0 + 40 * 10.0) / 1e6, rel=1e-12)
+    assert row["user_dollars"] == exact((1000 * 2.0 + 20 * 20.0) / 1e6, rel=1e-12)
+    assert row["memory_dollars"] == exact((2500 * 3.0 + 207 * 30.0) / 1e6, rel=1e-12)
+    assert row["maintenance_dollars"] == exact((1000 * 3.0 + 100 * 30.0) / 1e6, rel=1e-12)
+    assert row["agent_seconds"] == exact(4 + 4 + 4) and row["memory_seconds"] == exact(3 + 2.5 + 20.7)
     # the same build epoch and sample of a longer build is the same calls; an eval sample is not
     longer = cm.sample_rows([_run("edv_t", "edv", [rec], epochs=4, n_ctx=None)], lambda r: (0, 0), throughput)
     assert longer.iloc[0]["share"] == row["share"] and longer.iloc[0]["window"] == float("inf")
     evals = cm.sample_rows([_run("edv_t", "edv", [rec | {"phase": "eval"}], epochs=4)], lambda r: (0, 0), throughput)
     assert evals.iloc[0]["share"] != row["share"]
     measured = cm.measured(rows).iloc[0]
-    assert (measured["calls"], measured["input_tokens"], measured["output_tokens"]) == (9, 8000, 360)
+    assert (measured["calls"], measured["input_tokens"], measured["output_tokens"]) == (10, 8500, 367)
 
 
 def test_estimate_counts_seeds_epochs_and_prices_a_repeated_stream_once():
