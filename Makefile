@@ -73,7 +73,8 @@ reproduce-mechanisms:
 
 # EDV Tables 1-5, sec. 5.4, Figures 4-6 (docs/memory/edv.md "Reproducing the paper"). PRESET=smoke (default
 # without EDV_*_API_BASE: toy_tools, ONE embedded model x3 temperatures) | paper (conf/model/edv_pool_paper.yaml);
-# ONLY=table1,fig4_epochs; POOL=<model config>; DRY_RUN=1 prices the paper preset from the smoke runs.
+# ONLY=table1,fig4_epochs; POOL=<model config>; LIMIT=N rehearses the paper preset (POOL default edv_pool_local);
+# DRY_RUN=1 prices the paper preset from the rehearsal (docs/infra/cost.md).
 ONLY ?=
 POOL ?=
 reproduce-edv:
