@@ -30,6 +30,7 @@ the configured requests- and tokens-per-minute limits allow.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -94,11 +95,10 @@ def share_key(header: dict[str, Any], phase: str, epoch: int, sample_id: str) ->
     number of epochs (epoch e of a 4-epoch build is epoch e of a 2-epoch one)."""
     config = json.loads(json.dumps((header.get("identity") or {}).get("config") or {}))
     for key in NOT_IN_CALLS:
-        config.pop(key, None)
-    (config.get("memory") or {}).pop("label", None)
-    protocol = config.get("protocol") or {}
+        config.pop(key)
+    config["memory"].pop("label")
     if phase == "build":
-        protocol.pop("build_epochs", None)
+        config["protocol"].pop("build_epochs")
     return stable_hash([config, phase, epoch, str(sample_id)])
 
 
@@ -110,8 +110,7 @@ def sample_rows(
     rows = []
     for run in runs:
         labels = run.header["labels"]
-        experiment = str(labels["experiment"])
-        experiment = experiment[: -len(suffix)] if suffix and experiment.endswith(suffix) else experiment
+        experiment = str(labels["experiment"]).removesuffix(suffix)
         window = prompt_window(run.header)
         for rec in run.records:
             if rec.get("status") == "infra_error":  # cut short by the infrastructure: its usage is partial
@@ -123,18 +122,18 @@ def sample_rows(
                 "memory": labels["memory"],
                 "seed": labels["seed"],
                 "phase": rec["phase"],
-                "epoch": rec.get("epoch", 0),
-                "steps": rec.get("steps", 0),
-                "step_limit": rec.get("step_limit") or rec.get("steps", 0),
-                "share": share_key(run.header, rec["phase"], rec.get("epoch", 0), rec["sample_id"]),
+                "epoch": rec["epoch"],
+                "steps": rec["steps"],
+                "step_limit": rec.get("step_limit") or rec["steps"],  # records before step_limit: as taken
+                "share": share_key(run.header, rec["phase"], rec["epoch"], rec["sample_id"]),
                 "maintained": rec.get("maintain_round") is not None,
                 "window": window,
             }
             for g in GROUPS:
                 for q in QUANTITIES:
                     row[f"{g}_{q}"] = 0.0
-            rounds = ((rec.get("maintain_usage") or {}).get("by_role") or {}) if row["maintained"] else {}
-            for role, u in (rec.get("usage") or {}).get("by_role", {}).items():
+            rounds = rec.get("maintain_usage", {}).get("by_role", {})  # empty unless a round ran
+            for role, u in rec["usage"]["by_role"].items():
                 m = rounds.get(role) or {}
                 _add(row, role_group(role), role, {k: u[k] - m.get(k, 0) for k in USAGE}, price, throughput)
                 if m:
@@ -151,7 +150,7 @@ def prompt_window(header: dict[str, Any]) -> float:
         for spec in (header.get("models") or {}).values()
         if (spec.get("options") or {}).get("n_ctx")
     ]
-    return float(min(sizes)) if sizes else float("inf")
+    return float(min(sizes)) if sizes else math.inf
 
 
 def _number(value: Any) -> int:
@@ -181,21 +180,21 @@ def per_sample(cell: pd.DataFrame, maintain_every: int, task_steps: float | None
     maintenance: per round (the smallest, mean, largest measured) over `maintain_every` samples.
     `task_steps`: the real tasks' mean length where the rehearsal ran a shorter fixture (its tasks are
     as long as their gold paths): agents and user simulator scale to it, which is also the budget."""
-    steps = cell["steps"].clip(lower=1).astype(float)
+    steps = cell["steps"].clip(lower=1)
     if task_steps:  # expected: the fixture's usage per step at the real tasks' length, which is their budget
         scale, limit = task_steps / steps, pd.Series(float(task_steps), index=cell.index)
     else:
-        scale, limit = pd.Series(1.0, index=cell.index), cell["step_limit"].astype(float)
+        scale, limit = 1.0, cell["step_limit"]
     high_f = (limit / steps).clip(lower=1.0)  # every sample at its full budget
     low_f = (steps * scale / 2).clip(lower=1.0) / steps  # half the expected steps, at least one
     out: dict[str, dict[str, float]] = {level: {} for level in LEVELS}
     rounds = cell[cell["maintained"]]
     for q in QUANTITIES:
-        per_round = rounds[f"maintenance_{q}"].astype(float)
+        per_round = rounds[f"maintenance_{q}"]
         for level, value in zip(LEVELS, (per_round.min(), per_round.mean(), per_round.max()), strict=True):
             out[level][f"maintenance_{q}"] = float(value) / maintain_every if len(rounds) else 0.0
         for g in GROUPS[:-1]:
-            col = cell[f"{g}_{q}"].astype(float)
+            col = cell[f"{g}_{q}"]
             out["expected"][f"{g}_{q}"] = float((col * scale).mean()) if g in STEP_GROUPS else float(col.mean())
             if g in STEP_GROUPS:
                 out["low"][f"{g}_{q}"] = float((col * low_f).mean())
@@ -324,7 +323,7 @@ def _unrehearsed(
                 )
             figures["steps"] = sum(float(c["steps"].mean()) for _, c, _ in sources) / len(sources)
             figures["step_limit"] = max(float(c["step_limit"].max()) for _, c, _ in sources)
-            empty = sources[0][1].iloc[0:0]
+            empty = sources[0][1].head(0)
             out.append((key, empty, figures))
     return out
 
@@ -371,7 +370,7 @@ def _with_memory_side(figures: dict[str, dict[str, float]], memory: dict[str, di
 
 def measured(samples: pd.DataFrame) -> pd.DataFrame:
     """The rehearsal's own totals per cell (what `estimate` predicts for the rehearsal's sizes)."""
-    by = samples.groupby(CELL, sort=False)
+    by = samples.groupby(CELL)
     out = {q: by[[f"{g}_{q}" for g in GROUPS]].sum().sum(axis=1) for q in ("calls", "input_tokens", "output_tokens")}
     return pd.DataFrame(out).reset_index()
 
