@@ -223,6 +223,7 @@ def make_header(
             "seed": cfg.seed,
         },
         "identity": identity,
+        **({"preset": "rehearsal"} if cfg.rehearsal else {}),  # never pooled with a paper run (analysis/load.py)
         "protocol": cfg.protocol.model_dump(),
         "n_items": len(stream),
         "n_eval": sum(it.phase == "eval" for it in stream),
@@ -232,6 +233,11 @@ def make_header(
         "runtime": scrub(cfg.runtime.model_dump()),
         "price_table_version": PRICE_TABLE_VERSION,
         "environment": environment_facts(),
+        # which installed package provides each component (a plugin's name and version; aecg_bench/plugins.py)
+        "component_packages": {
+            group: registry.package_of(group, getattr(cfg, group).name)
+            for group in ("benchmark", "framework", "memory")
+        },
     }
 
 
