@@ -525,3 +525,83 @@ def test_estimate_counts_seeds_epochs_and_prices_a_repeated_stream_once():
     assert est["at_window"].all() and est.loc[("edv", 0), "memory_side"] == "measured"
     assert cm.estimate(pd.DataFrame(first), lambda e, b, p: 10, seeds=3).iloc[0]["samples"] == 10 * 3
     assert cm.estimate(pd.DataFrame(), lambda e, b, p: 10).empty
+
+
+def test_sample_rows_keep_an_unsuffixed_experiment_skip_cut_records_and_price_rounds_by_role():
+    rec = {
+        "phase": "eval",
+        "epoch": 0,
+        "sample_id": "s1",
+        "steps": 3,
+        "maintain_round": 1,
+        "usage": _usage(replay=(1, 100, 10), distiller=(2, 200, 20)),
+        "maintain_usage": _usage(replay=(1, 100, 10)),
+    }
+    prices = {"replay": (1.0, 2.0), "distiller": (3.0, 4.0)}
+    cut = rec | {"status": "infra_error", "sample_id": "s0"}
+    runs = [_run("edv_t", "edv", [cut, rec]), _run("edv_t-rehearsal", "edv", [rec | {"sample_id": "s2"}])]
+    rows = cm.sample_rows(runs, lambda role: prices[role], cm.Throughput(), "-rehearsal")
+    assert list(rows["experiment"]) == ["edv_t", "edv_t"] and list(rows["seed"]) == [0, 0]
+    assert rows.iloc[0]["step_limit"] == 3  # a record from before step_limit: the steps it took
+    assert rows.iloc[0]["maintenance_dollars"] == pytest.approx((100 * 1.0 + 10 * 2.0) / 1e6, rel=1e-12)
+    assert rows.iloc[0]["memory_calls"] == 2 and rows.iloc[0]["maintenance_calls"] == 1
+    assert rows.iloc[0]["share"] != rows.iloc[1]["share"]  # another sample: other calls
+    plain = cm.sample_rows([_run("edv_t-rehearsal", "edv", [rec])], lambda role: prices[role], cm.Throughput())
+    assert list(plain["experiment"]) == ["edv_t-rehearsal"]
+    assert cm.prompt_window({"models": {"m": {"max_tokens": 100, "options": {"n_ctx": 2048}}}}) == 1948
+
+
+def test_per_sample_ranges_at_their_edges():
+    def row(steps: int, limit: int, **values: float) -> dict:
+        r = {c: "x" for c in cm.CELL} | {"epoch": 0, "seed": 0, "share": str(steps), "maintained": False}
+        r |= {"steps": steps, "step_limit": limit} | {f"{g}_{q}": 0.0 for g in cm.GROUPS for q in cm.QUANTITIES}
+        return r | values
+
+    # 0 steps counts as 1; more steps than the recorded limit never shrinks the high; 1 step is its own low
+    cell = pd.DataFrame(
+        [
+            row(0, 4, agent_calls=2.0, memory_calls=1.0, memory_input_tokens=100.0),
+            row(5, 4, agent_calls=5.0, memory_calls=3.0, memory_input_tokens=300.0),
+            row(1, 1, agent_calls=1.0, memory_calls=2.0, memory_input_tokens=200.0),
+        ]
+    )
+    f = cm.per_sample(cell, maintain_every=10)
+    assert f["high"]["agent_calls"] == (2.0 * 4 + 5.0 + 1.0) / 3
+    assert f["low"]["agent_calls"] == (2.0 + 5.0 * 2.5 / 5 + 1.0) / 3
+    assert (f["low"]["memory_calls"], f["expected"]["memory_calls"], f["high"]["memory_calls"]) == (1.0, 2.0, 3.0)
+    assert f["low"]["memory_input_tokens"] == 100.0 and f["high"]["memory_input_tokens"] == 400.0  # 100 x 4 steps
+    assert f["expected"]["maintenance_calls"] == 0.0  # no round measured
+
+
+def test_estimate_labels_paper_counts_and_borrowing_at_their_edges():
+    def row(memory: str, framework: str = "f", bench: str = "b", phase: str = "eval", **values: float) -> dict:
+        r = {"experiment": "e", "benchmark": bench, "framework": framework, "memory": memory, "phase": phase}
+        r |= {"epoch": 0, "seed": 0, "share": memory + framework + bench + phase, "maintained": False}
+        r |= {"steps": 2, "step_limit": 2} | {f"{g}_{q}": 0.0 for g in cm.GROUPS for q in cm.QUANTITIES}
+        return r | {"agent_calls": 1.0} | values
+
+    rows = [
+        row("no_memory", memory_calls=1.0),  # an LLM label judge on the memory side of a no-memory row
+        row("m", maintenance_calls=1.0) | {"maintained": True},  # calls only in maintenance rounds
+        row("m", bench="c", memory_calls=1.0),
+        row("m", bench="c", framework="g", memory_calls=3.0),
+        row("m", bench="b", phase="build", memory_calls=5.0),  # another phase: not borrowed into eval
+        row("m", bench="z", framework="other", agent_calls=9.0),  # another benchmark: not an agent source
+    ]
+    grid = {"e": [("b", "g", "no_memory", "eval"), ("c", "h", "m", "eval")], "other": [("b", "f", "m", "eval")]}
+
+    def counts(experiment: str, bench: str, phase: str) -> int:
+        return {"b": 10, "c": 100, "z": 1}[bench] * (2 if phase == "build" else 1) * (experiment == "e")
+
+    est = cm.estimate(pd.DataFrame(rows), counts, grid=grid).set_index(["benchmark", "framework", "memory", "phase"])
+    assert est.loc[("b", "f", "no_memory", "eval"), "memory_side"] == "none (no memory)"
+    assert est.loc[("b", "f", "m", "eval"), "memory_side"] == "measured"  # maintenance counts
+    assert est.loc[("b", "f", "m", "build"), "samples"] == 20 and est.loc[("c", "f", "m", "eval"), "samples"] == 100
+    left = est.loc[("b", "g", "no_memory", "eval")]
+    assert left["expected_memory_calls"] == 0 and not left["at_window"]  # never borrows a no-memory judge
+    assert left["expected_agent_calls"] == 10 * 1.0 and (left["steps"], left["step_limit"]) == (2.0, 2.0)
+    left = est.loc[("c", "h", "m", "eval")]
+    assert left["expected_memory_calls"] == pytest.approx(100 * (0.0 + 1.0 + 3.0) / 3)  # every eval cell of m
+    assert left["memory_side"] == "other cells of the method"
+    assert left["expected_agent_calls"] == 100 * 1.0  # benchmark c's cells, not z's
+    assert ("b", "f", "m", "eval") in est.index and len(est[est["experiment"] == "other"]) == 0  # other: no source
