@@ -215,7 +215,7 @@ def test_the_dry_run_from_a_small_rehearsal_brackets_a_larger_one(tmp_path):
 def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadence():
     def row(steps: int, limit: int, agent: float, maintained: bool) -> dict:
         r = {c: "x" for c in cm.CELL} | {"seed": 0, "epoch": 0, "share": str(steps), "maintained": maintained}
-        r |= {"steps": steps, "step_limit": limit}
+        r |= {"framework": "fw", "steps": steps, "step_limit": limit}
         for g in cm.GROUPS:
             for q in cm.QUANTITIES:
                 r[f"{g}_{q}"] = 0.0
@@ -238,7 +238,7 @@ def test_the_range_follows_steps_and_maintenance_is_priced_at_the_presets_cadenc
     assert fixture["expected_agent_calls"] == 100 * (8.0 * 7 / 4 + 4.0 * 7 / 2) / 2 == fixture["high_agent_calls"]
     assert fixture["low_agent_calls"] == fixture["expected_agent_calls"] / 2 and fixture["steps"] == 7.0
     assert fixture["expected_memory_calls"] == 100 * 2.0  # the memory side as measured
-    est = cm.estimate(samples, lambda e, b, p: 100, seeds=1, maintain_every=10).iloc[0]
+    est = cm.estimate(samples, lambda e, b, p: 100, seeds=1).iloc[0]  # the preset's cadence: every 10
     assert est["expected_agent_calls"] == 100 * 6.0
     assert est["high_agent_calls"] == 100 * (8.0 * 3 + 4.0 * 6) / 2  # every sample at its budget of 12
     assert est["low_agent_calls"] == 100 * (8.0 / 2 + 4.0 / 2) / 2  # half the steps: 2 of 4, 1 of 2
@@ -294,7 +294,12 @@ def test_paper_sizes_prices_and_wall_time():
     assert cm.wall_seconds(est, "expected", cm.Limits(jobs=2)) == 3600.0
     assert cm.wall_seconds(est, "expected", cm.Limits(jobs=4, requests_per_minute=6)) == 6000.0
     assert cm.wall_seconds(est, "expected", cm.Limits(jobs=4, tokens_per_minute=1e4)) == 6000.0
-    assert cm.Throughput(overhead_s=1.0, prompt_tps=100.0, output_tps=10.0).seconds(2, 300, 50) == 2 + 3 + 5
+    assert cm.Throughput(overhead_s=0.5, prompt_tps=100.0, output_tps=10.0).seconds(2, 300, 50) == 1 + 3 + 5
+    assert cm.wall_seconds(pd.DataFrame(), "expected", cm.Limits()) == 0.0
+    assert cm.wall_seconds(est, "expected", cm.Limits(jobs=1)) == 7200.0
+    est2 = est.assign(expected_output_tokens=[5e5, 0.0])
+    assert cm.wall_seconds(est2, "expected", cm.Limits(jobs=4, tokens_per_minute=1e4)) == 9000.0
+    assert table["a"][2] is False and table["m"][:2] == (0.15, 0.60)
     assert cm.role_group("executor") == "agent" and cm.role_group("user_simulator") == "user"
     assert cm.role_group("distiller") == "memory"
 
@@ -307,6 +312,9 @@ def test_cells_whose_prompts_reached_the_models_window_are_flagged():
     assert cm.prompt_window(masked) == 2048
     cell = pd.DataFrame({"agent_input_tokens": [1500.0, 0.0], "agent_calls": [1.0, 0.0], "window": [1856.0] * 2})
     assert cm.at_window(cell) and not cm.at_window(cell.assign(agent_input_tokens=[1400.0, 0.0]))
+    assert cm.at_window(cell.assign(agent_input_tokens=[0.8 * 1856, 0.0]))  # at the share exactly
+    assert not cm.at_window(cell.assign(agent_input_tokens=[2000.0, 0.0], agent_calls=[2.0, 0.0]))  # per call
+    assert not cm.at_window(cell.drop(columns=["window"]))  # no window recorded: nothing cut
 
 
 def test_a_build_phase_another_run_repeats_is_counted_once():
@@ -498,9 +506,13 @@ def test_sample_rows_split_usage_into_groups_price_each_role_and_keep_maintenanc
     assert row["maintenance_dollars"] == exact((1000 * 3.0 + 100 * 30.0) / 1e6, rel=1e-12)
     assert row["agent_seconds"] == exact(4 + 4 + 4) and row["memory_seconds"] == exact(3 + 2.5 + 20.7)
     # the same build epoch and sample of a longer build is the same calls; an eval sample is not
-    longer = cm.sample_rows([_run("edv_t", "edv", [rec], epochs=4, n_ctx=None)], lambda r: (0, 0), throughput)
+    longer = cm.sample_rows([_run("edv_t", "edv", [rec], epochs=4, n_ctx=None)], lambda r: (0, 0), throughput, "")
     assert longer.iloc[0]["share"] == row["share"] and longer.iloc[0]["window"] == float("inf")
-    evals = cm.sample_rows([_run("edv_t", "edv", [rec | {"phase": "eval"}], epochs=4)], lambda r: (0, 0), throughput)
+    evals = cm.sample_rows(
+        [_run("edv_t", "edv", [rec | {"phase": "eval"}], epochs=4)], lambda r: (0, 0), throughput, ""
+    )
+    epoch0 = cm.sample_rows([_run("edv_t", "edv", [rec | {"epoch": 0}])], lambda r: (0, 0), throughput, "")
+    assert epoch0.iloc[0]["share"] != row["share"]  # another build epoch: other calls
     assert evals.iloc[0]["share"] != row["share"]
     measured = cm.measured(rows).iloc[0]
     assert (measured["calls"], measured["input_tokens"], measured["output_tokens"]) == (10, 8500, 367)
@@ -514,14 +526,14 @@ def test_estimate_counts_seeds_epochs_and_prices_a_repeated_stream_once():
         return r | {"agent_calls": calls, "memory_calls": 1.0, "window": 100.0, "agent_input_tokens": 90.0 * calls}
 
     first = [row(s, e, f"{e}") for s in (0, 1) for e in (0, 1)]  # 2 seeds x 2 build epochs
-    again = [row(0, 0, "0", memory="edv2"), row(0, 1, "x", memory="edv2")]  # repeats epoch 0 of the first run
+    again = [row(0, 0, "0", memory="aaa"), row(0, 1, "x", memory="aaa")]  # repeats epoch 0; sorts first
     est = cm.estimate(pd.DataFrame(first + again), lambda e, b, p: 10).set_index(["memory", "epoch"])
     assert est.loc[("edv", 1), "samples"] == 10 * 2 and est.loc[("edv", 1), "measured_samples"] == 2  # per seed
     assert est.loc[("edv", 0), "expected_calls"] == 20 * 3.0 and est.loc[("edv", 0), "high_agent_calls"] == 20 * 4.0
     assert (est.loc[("edv", 0), "steps"], est.loc[("edv", 0), "step_limit"]) == (2.0, 4.0)
-    assert est.loc[("edv2", 0), "shared_with"] == "e/b/f/edv/build/0" and est.loc[("edv2", 0), "expected_calls"] == 0
-    assert est.loc[("edv2", 0), "high_dollars"] == 0 and est.loc[("edv2", 1), "expected_calls"] == 10 * 3.0
-    assert est.loc[("edv", 0), "shared_with"] == "" and est.loc[("edv2", 1), "shared_with"] == ""
+    assert est.loc[("aaa", 0), "shared_with"] == "e/b/f/edv/build/0" and est.loc[("aaa", 0), "expected_calls"] == 0
+    assert est.loc[("aaa", 0), "high_dollars"] == 0 and est.loc[("aaa", 1), "expected_calls"] == 10 * 3.0
+    assert est.loc[("edv", 0), "shared_with"] == "" and est.loc[("aaa", 1), "shared_with"] == ""  # first run pays
     assert est["at_window"].all() and est.loc[("edv", 0), "memory_side"] == "measured"
     assert cm.estimate(pd.DataFrame(first), lambda e, b, p: 10, seeds=3).iloc[0]["samples"] == 10 * 3
     assert cm.estimate(pd.DataFrame(), lambda e, b, p: 10).empty
@@ -546,7 +558,10 @@ def test_sample_rows_keep_an_unsuffixed_experiment_skip_cut_records_and_price_ro
     assert rows.iloc[0]["maintenance_dollars"] == pytest.approx((100 * 1.0 + 10 * 2.0) / 1e6, rel=1e-12)
     assert rows.iloc[0]["memory_calls"] == 2 and rows.iloc[0]["maintenance_calls"] == 1
     assert rows.iloc[0]["share"] != rows.iloc[1]["share"]  # another sample: other calls
-    plain = cm.sample_rows([_run("edv_t-rehearsal", "edv", [rec])], lambda role: prices[role], cm.Throughput())
+    plain = cm.sample_rows([_run("edv_t-rehearsal", "edv", [rec])], lambda role: prices[role], cm.Throughput(), "")
+    older = {k: v for k, v in rec.items() if k != "maintain_usage"}  # written before rounds were kept apart
+    old = cm.sample_rows([_run("edv_t", "edv", [older])], lambda role: prices[role], cm.Throughput(), "").iloc[0]
+    assert (old["memory_calls"], old["maintenance_calls"]) == (3, 0)  # replay and distiller, no round apart
     assert list(plain["experiment"]) == ["edv_t-rehearsal"]
     assert cm.prompt_window({"models": {"m": {"max_tokens": 100, "options": {"n_ctx": 2048}}}}) == 1948
 
@@ -598,10 +613,25 @@ def test_estimate_labels_paper_counts_and_borrowing_at_their_edges():
     assert est.loc[("b", "f", "m", "eval"), "memory_side"] == "measured"  # maintenance counts
     assert est.loc[("b", "f", "m", "build"), "samples"] == 20 and est.loc[("c", "f", "m", "eval"), "samples"] == 100
     left = est.loc[("b", "g", "no_memory", "eval")]
-    assert left["expected_memory_calls"] == 0 and not left["at_window"]  # never borrows a no-memory judge
+    assert left["expected_memory_calls"] == 0  # never borrows a no-memory judge
+    assert left["at_window"] is not None and not left["at_window"]  # nothing measured, nothing cut
+    assert not est.loc[("b", "f", "m", "eval"), "at_window"]  # rows without a window were not cut
     assert left["expected_agent_calls"] == 10 * 1.0 and (left["steps"], left["step_limit"]) == (2.0, 2.0)
     left = est.loc[("c", "h", "m", "eval")]
     assert left["expected_memory_calls"] == pytest.approx(100 * (0.0 + 1.0 + 3.0) / 3)  # every eval cell of m
     assert left["memory_side"] == "other cells of the method"
     assert left["expected_agent_calls"] == 100 * 1.0  # benchmark c's cells, not z's
     assert ("b", "f", "m", "eval") in est.index and len(est[est["experiment"] == "other"]) == 0  # other: no source
+
+    def built(memory: str, agent: float, mem: float) -> list[dict]:
+        return [row(memory, phase="build", agent_calls=agent, memory_calls=mem), row(memory, agent_calls=1.0)]
+
+    labels = {
+        m: cm.estimate(pd.DataFrame(built(m, agent, mem)), counts).set_index("phase").loc["eval", "memory_side"]
+        for m, agent, mem in (("one_memory_call", 0.0, 1.0), ("one_probe", 1.0, 0.0), ("idle", 0.0, 0.0))
+    }
+    assert labels == {
+        "one_memory_call": "none in this phase",
+        "one_probe": "none in this phase",
+        "idle": "none measured",
+    }

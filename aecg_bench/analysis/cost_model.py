@@ -103,7 +103,7 @@ def share_key(header: dict[str, Any], phase: str, epoch: int, sample_id: str) ->
 
 
 def sample_rows(
-    runs: Iterable[Run], price: Callable[[str], tuple[float, float]], throughput: Throughput, suffix: str = ""
+    runs: Iterable[Run], price: Callable[[str], tuple[float, float]], throughput: Throughput, suffix: str
 ) -> pd.DataFrame:
     """One row per sample record: cell labels, steps, and per role group calls, tokens, dollars and
     seconds; `price(role)` gives (input, output) dollars per million tokens for a role's calls."""
@@ -182,7 +182,7 @@ def per_sample(cell: pd.DataFrame, maintain_every: int, task_steps: float | None
     as long as their gold paths): agents and user simulator scale to it, which is also the budget."""
     steps = cell["steps"].clip(lower=1)
     if task_steps:  # expected: the fixture's usage per step at the real tasks' length, which is their budget
-        scale, limit = task_steps / steps, pd.Series(float(task_steps), index=cell.index)
+        scale, limit = task_steps / steps, float(task_steps)
     else:
         scale, limit = 1.0, cell["step_limit"]
     high_f = (limit / steps).clip(lower=1.0)  # every sample at its full budget
@@ -237,7 +237,7 @@ def estimate(
     ]
     borrowed = memory_side_by_method(cells)
     builders = constructs(cells)
-    extra = _unrehearsed(cells, grid or {}, borrowed)
+    extra = _unrehearsed(cells, grid or {})
     rows, seen = [], {}
     for key, cell, figures in [*cells, *extra]:
         exp, bench, _, memory, phase, _ = key
@@ -245,15 +245,15 @@ def estimate(
         # one seed's stream decides sharing: the other seeds repeat it with their own calls
         first = cell[cell["seed"] == cell["seed"].min()]
         shares = tuple(sorted(first["share"]))
-        shared_with = seen.get(shares) if shares else None  # an unrehearsed cell shares nothing
-        if shares:
+        shared_with = seen.get(shares)
+        if shares:  # an unrehearsed cell shares nothing
             seen.setdefault(shares, "/".join(map(str, key)))
         paper_n = counts(exp, bench, phase) * n_seeds
         if memory in NO_MEMORY:
             source = "none (no memory)"
         elif len(cell) and _memory_calls(figures):
             source = "measured"
-        elif (memory, phase) in borrowed:  # unrehearsed cells got the method's figures in _unrehearsed
+        elif (memory, phase) in borrowed:  # a rehearsed cell without memory-side calls, or a left-out one
             figures, source = _with_memory_side(figures, borrowed[(memory, phase)]), "other cells of the method"
         elif memory in builders:
             source = "none in this phase"
@@ -293,7 +293,6 @@ def at_window(cell: pd.DataFrame, share: float = 0.8) -> bool:
 def _unrehearsed(
     cells: list[tuple[Any, pd.DataFrame, dict]],
     grid: dict[str, list[tuple[str, str, str, str]]],
-    borrowed: dict[tuple[str, str], dict[str, dict[str, float]]],
 ) -> list[tuple[Any, pd.DataFrame, dict]]:
     """Figures for the grid cells no rehearsal record covers (see `estimate`); a cell with no
     rehearsed benchmark to borrow from is left out (the printout says which)."""
@@ -316,11 +315,8 @@ def _unrehearsed(
                 }
                 for level in LEVELS
             }
-            for level in LEVELS:
-                memory_side = (borrowed.get((memory, phase)) or {}).get(level, {})
-                figures[level].update(
-                    {f"{g}_{q}": memory_side.get(f"{g}_{q}", 0.0) for g in MEMORY_GROUPS for q in QUANTITIES}
-                )
+            for level in LEVELS:  # the memory side: estimate borrows the method's rehearsed figures
+                figures[level].update({f"{g}_{q}": 0.0 for g in MEMORY_GROUPS for q in QUANTITIES})
             figures["steps"] = sum(float(c["steps"].mean()) for _, c, _ in sources) / len(sources)
             figures["step_limit"] = max(float(c["step_limit"].max()) for _, c, _ in sources)
             empty = sources[0][1].head(0)
