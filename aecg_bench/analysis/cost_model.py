@@ -336,7 +336,7 @@ def memory_side_by_method(
     and judges only after a success, which a small model may never have) is priced with these, so a
     method that calls a model never costs $0; a phase it never calls one in (a frozen evaluation) is not."""
     out: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    for memory, phase in {(key[3], key[4]) for key, _, _ in cells if key[3] not in NO_MEMORY}:
+    for memory, phase in {(key[3], key[4]) for key, _, _ in cells}:  # estimate never reads no-memory rows
         measured_cells = [f for key, _, f in cells if key[3:5] == (memory, phase) and _memory_calls(f) > 0]
         if measured_cells:
             out[(memory, phase)] = {
