@@ -2,29 +2,31 @@
 
 A rehearsal (aecg_bench/rehearsal.py) runs the paper preset's exact configuration on a few samples
 per cell. From every sample record it reads, per role group (the agents; tau2's user simulator; the
-memory side: construction, consolidation, distillation, judging, replay), the calls and the prompt
-and completion tokens, and the steps taken against the step budget. Each cell (experiment,
-benchmark, framework, memory, phase) of the paper preset then costs its paper sample count times the
-per-sample figures, priced per role from the paper's price table (input and output separately):
+memory side: construction, consolidation, distillation, judging, replay; maintenance rounds, kept
+apart in `maintain_usage`), the calls and the prompt and completion tokens, and the steps taken
+against the step budget. Each cell (experiment, benchmark, framework, memory, phase, build epoch) of
+the paper preset then costs its paper sample count times the per-sample figures, priced per role
+from the paper's price table (input and output separately):
 
 - expected: the measured mean per sample;
 - high: every sample runs its full step budget: agent and user-simulator calls and tokens scale
   with budget / steps taken (tokens per call as measured), memory-side tokens too (its prompts
   carry the trajectory), memory-side calls at the cell's largest sample;
 - low: agents and user simulator stop at half the steps measured (at least one), the memory side
-  at the cell's smallest sample.
+  at the cell's smallest sample;
+- maintenance: per round (smallest / mean / largest measured) at the preset's cadence (one round per
+  `maintain_every` samples), since a rehearsal maintains after every sample.
 
-Memory maintenance rounds (consolidation, review: `maintain_usage` in a record) are priced apart,
-per round (smallest / mean / largest measured) at the paper's cadence (one per `maintain_every`
-samples), since a rehearsal maintains after every LIMIT samples.
-
-Counted once: a build phase (or eval stream) whose calls another run of the priced set repeats
+Counted once: a build epoch (or eval stream) whose calls another run of the priced set repeats
 exactly (same configuration apart from the experiment name, the results label and the number of
 build epochs; same epoch and samples) is served from the response cache in the paid run, so its
 second occurrence costs nothing (Figure 4's epoch-k run replays epochs 1..k-1; Table 1's EDV row
-is Table 5's EDV-Full). Wall time: every call's latency (a fixed overhead plus prompt and
-completion tokens at the given rates), runs in parallel `jobs` at a time, and never faster than
-the configured requests- and tokens-per-minute limits allow.
+is Table 5's EDV-Full). A method that called no memory-side model in a cell borrows its figures from
+its rehearsed cells of the same phase; cells of an AECG table's grid the rehearsal left out are
+priced from their benchmark's rehearsed cells; fixture benchmarks are rescaled to the real tasks'
+length (`FIXTURE_TASK_STEPS`). Wall time: every call's latency (a fixed overhead plus prompt and
+completion tokens at the given rates), runs in parallel `jobs` at a time, and never faster than the
+configured requests- and tokens-per-minute limits allow.
 """
 
 from __future__ import annotations
