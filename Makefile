@@ -14,13 +14,14 @@ export OMP_WAIT_POLICY ?= PASSIVE
 PRESET ?=
 MODEL ?=
 MEMORY_MODEL ?=
+LIMIT ?=
 JOBS ?= 2
 RUNTIME ?= local
 # METHODS=+my_memory adds memory columns (an installed plugin's) to table1/table2; METHODS=a,b replaces them.
 METHODS ?=
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
-	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME) \
-	$(if $(METHODS),--methods $(METHODS))
+	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DRY_RUN),--dry-run) \
+	--jobs $(JOBS) --runtime $(RUNTIME) $(if $(METHODS),--methods $(METHODS))
 
 .PHONY: setup setup-server test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
 	reproduce-edv report view mutants mutants-survivors
@@ -58,7 +59,9 @@ perf:
 	$(BIN)/python scripts/perf/embedded_throughput.py
 
 # AECG Table 1 + Figure 5 / Table 2: sweep (resumable), then the table beside the paper's numbers.
-# PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids; DRY_RUN=1 prices the paper preset;
+# PRESET=smoke (default when no model is configured) | paper; MODEL/MEMORY_MODEL = litellm ids (or MODEL=local |
+# embedded_server | server); LIMIT=N rehearses the paper preset on N samples per cell, offline (default MODEL=local);
+# DRY_RUN=1 prices the paper preset from the rehearsal (docs/infra/cost.md);
 # RUNTIME=local (JOBS parallel runs) | slurm | ray (docs/infra/scale-out.md).
 reproduce-table1:
 	$(BIN)/python scripts/reproduce.py table1 $(REPRODUCE_ARGS)
@@ -72,12 +75,13 @@ reproduce-mechanisms:
 
 # EDV Tables 1-5, sec. 5.4, Figures 4-6 (docs/memory/edv.md "Reproducing the paper"). PRESET=smoke (default
 # without EDV_*_API_BASE: toy_tools, ONE embedded model x3 temperatures) | paper (conf/model/edv_pool_paper.yaml);
-# ONLY=table1,fig4_epochs; POOL=<model config>; DRY_RUN=1 prices the paper preset from the smoke runs.
+# ONLY=table1,fig4_epochs; POOL=<model config>; LIMIT=N rehearses the paper preset (POOL default edv_pool_local);
+# DRY_RUN=1 prices the paper preset from the rehearsal (docs/infra/cost.md).
 ONLY ?=
 POOL ?=
 reproduce-edv:
 	$(BIN)/python scripts/reproduce.py edv $(if $(PRESET),--preset $(PRESET)) $(if $(ONLY),--only $(ONLY)) \
-		$(if $(POOL),--pool $(POOL)) \
+		$(if $(POOL),--pool $(POOL)) $(if $(LIMIT),--limit $(LIMIT)) \
 		$(if $(DRY_RUN),--dry-run) --jobs $(JOBS)
 
 # One static page (results/report/index.html + report.md) with every table and figure the results can fill.

@@ -1,9 +1,9 @@
 """EDV's reproduction: the experiment grids (conf/experiment/edv_*, conf/arm/), the tables and
-figures beside the paper's (aecg_bench/analysis/edv.py, scripts/make_edv_*.py) and the dry run.
+figures beside the paper's (aecg_bench/analysis/edv.py, scripts/make_edv_*.py).
 
 Default tier: a five-arm Table 1 sweep with the scripted mock pool (conf/model/edv_pool_mock.yaml)
 run in process, and hand-built results where a number must come out exactly. Slow tier: `reproduce.py
-edv --preset smoke --pool edv_pool_mock` renders all five tables and three figures, then the dry run.
+edv --preset smoke --pool edv_pool_mock` renders all five tables and three figures.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import pytest
 from conftest import REPO, compose
 
 from aecg_bench.analysis import edv
-from aecg_bench.analysis.edv_plan import estimate, parse_sizes, smoke_overrides
+from aecg_bench.analysis.edv_plan import smoke_overrides
 from aecg_bench.analysis.load import load
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.config import parse_run_config
@@ -333,75 +332,11 @@ def test_inference_tokens_leave_out_the_user_simulator():
     assert out.loc["rb_mean", "reduction_pct"] == 25.0
 
 
-def _smoke_run(root: Path) -> None:
-    """One Table 4 smoke run: a build task of 10 calls (1,100 tokens), a test task of 2 (210)."""
-    run = root / "edv_table4-smoke/toy_tools/single/edv/pool/seed=0"
-    run.mkdir(parents=True)
-    header = {
-        "labels": {
-            "experiment": "edv_table4-smoke",
-            "benchmark": "toy_tools",
-            "framework": "single",
-            "memory": "edv",
-            "model": "pool",
-            "seed": 0,
-        },
-        "n_eval": 1,
-        "status": "complete",
-    }
-    (run / "run.json").write_text(json.dumps(header))
-
-    def rec(pos: int, phase: str, calls: int, tin: int, tout: int) -> str:
-        usage = {"total": {"input_tokens": tin, "output_tokens": tout, "calls": calls, "cost": 0.0}, "by_role": {}}
-        r = {
-            "position": pos,
-            "attempt": 1,
-            "sample_id": str(pos),
-            "phase": phase,
-            "epoch": 0,
-            "status": "ok",
-            "success": True,
-            "value": 1.0,
-            "steps": 1,
-            "invalid_actions": 0,
-            "decisions": 1,
-            "usage": usage,
-        }
-        return json.dumps(r)
-
-    (run / "samples.jsonl").write_text("\n".join([rec(0, "build", 10, 1000, 100), rec(1, "eval", 2, 200, 10)]) + "\n")
-
-
-def test_dry_run_scales_build_and_test_tasks_separately(tmp_path):
-    root = tmp_path / "r"
-    _smoke_run(root)
-    est = estimate(root, ["table4"], price=(1.0, 2.0), sizes=parse_sizes(["tau2_retail=5,7"])).iloc[0]
-    assert est["benchmark"] == "tau2_retail" and est["tasks"] == 3 * (5 + 7)
-    assert est["calls"] == 3 * (5 * 10 + 7 * 2)
-    assert est["tokens"] == 3 * (5 * 1100 + 7 * 210)
-    assert est["dollars"] == pytest.approx(3 * (5 * (1000 + 200) + 7 * (200 + 20)) / 1e6)
-    with pytest.raises(ValueError, match="bad --size 'mmtb=x'"):
-        parse_sizes(["mmtb=x"])
-
-
-def test_dry_run_prints_calls_tokens_and_dollars_of_the_paper_preset(tmp_path, monkeypatch, capsys):
-    """`make reproduce-edv DRY_RUN=1` = `reproduce.py edv --dry-run`: scaled from the smoke runs."""
-    _smoke_run(tmp_path / "r")
-    argv = ["reproduce.py", "edv", "--dry-run", "--results-root", str(tmp_path / "r"), "--price", "1,2"]
-    monkeypatch.setattr(sys, "argv", [*argv, "--only", "table4", "--size", "tau2_retail=5,7"])
-    assert _script("reproduce").main() == 0
-    out = capsys.readouterr().out
-    assert re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", out) and "tau2_retail" in out
-    assert "Total: 192 calls, 20,910 tokens, $0.02" in out  # 3 seeds x (5 x 10 + 7 x 2) calls
-    rule = (REPO / "Makefile").read_text().split("\nreproduce-edv:")[1].split("\n\n")[0]
-    assert "scripts/reproduce.py edv" in rule and "$(if $(DRY_RUN),--dry-run)" in rule
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_the_paper(tmp_path):
     """The acceptance path: every EDV sweep at smoke size with the scripted pool, all five tables,
-    sec. 5.4 and the three figures; then DRY_RUN prices the paper preset from those runs."""
+    sec. 5.4 and the three figures (the dry run prices from a rehearsal: tests/test_rehearsal.py)."""
     root = tmp_path / "results"
     cmd = [
         sys.executable,
@@ -444,13 +379,6 @@ def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_th
     assert table1.loc[(table1["row"] == "edv") & (table1["phase"] == "eval"), "success"].all()
     assert {"edv", "rb_b1", "rb_b2", "rb_b3"} <= set(edv.audit_items(table1)["row"])
     assert edv.recall_units(edv.annotate(load(root / "edv_fig5_topk-smoke"))) == "items"
-    dry = subprocess.run(
-        [*cmd[:3], "--dry-run", "--results-root", str(root)], cwd=REPO, capture_output=True, text=True, env=ENV
-    )
-    assert dry.returncode == 0 and re.search(r"\|\s+calls\s+\|\s+tokens\s+\|\s+dollars\s+\|", dry.stdout)
-    total = re.search(r"Total: ([\d,]+) calls, ([\d,]+) tokens, \$([\d,.]+)", dry.stdout)
-    assert total and all(float(v.replace(",", "")) > 0 for v in total.groups())
-    assert {"tau2_retail", "mind2web_cross_domain"} <= set(re.findall(r"\| (\w+) +\|", dry.stdout))
     assert set(pd.read_csv(tables / "table1_vs_paper.csv")["row"]) == set(edv.MAIN_ROWS)
 
 

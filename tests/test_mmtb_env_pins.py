@@ -442,9 +442,9 @@ def test_the_download_switch_reaches_the_fetch(tmp_path, monkeypatch):
     d = _write(tmp_path, monkeypatch, [_entry()])
     fetch, seen = data.fetch, []
 
-    def spy(data_dir, *, download):
+    def spy(data_dir, *, download, **pin):
         seen.append(download)
-        return fetch(data_dir, download=download)
+        return fetch(data_dir, download=download, **pin)
 
     monkeypatch.setattr(data, "fetch", spy)
     MmtbBenchmark({"download": False}, data_dir=d).samples()

@@ -637,55 +637,6 @@ def cost_line(cost: pd.DataFrame) -> str:
     )
 
 
-def estimate_paper_cost(
-    smoke: pd.DataFrame,
-    *,
-    agent_price: tuple[float, float],
-    memory_price: tuple[float, float],
-    seeds: int = 3,
-    sizes: dict[str, int] | None = None,
-) -> pd.DataFrame:
-    """Scale a smoke run's measured usage per sample to the paper's grid and price it.
-
-    Prices are (input, output) dollars per million tokens. Assumes a real model
-    uses about as many tokens per sample as the smoke run measured, which is a
-    rough guide (the embedded model writes short replies and the smoke preset
-    cuts step limits), not a quote.
-    """
-    sizes = sizes or PAPER_SIZES
-    data = smoke[smoke["phase"] == "eval"].copy()
-    rows = []
-    for (fw, bench, mem), cell in data.groupby(KEYS, sort=True):
-        n = sizes.get(bench, len(cell)) * seeds
-        per = len(cell)
-        agent_in = _role_sum(cell, "in_tokens_", AGENT_ROLES).sum() / per
-        agent_out = _role_sum(cell, "out_tokens_", AGENT_ROLES).sum() / per
-        mem_in = cell["input_tokens"].sum() / per - agent_in
-        mem_out = cell["output_tokens"].sum() / per - agent_out
-        cost = (
-            n
-            * (
-                agent_in * agent_price[0]
-                + agent_out * agent_price[1]
-                + mem_in * memory_price[0]
-                + mem_out * memory_price[1]
-            )
-            / 1e6
-        )
-        rows.append(
-            {
-                "framework": fw,
-                "benchmark": bench,
-                "memory": mem,
-                "samples": n,
-                "calls": n * cell["calls"].sum() / per,
-                "tokens": n * (cell["input_tokens"].sum() + cell["output_tokens"].sum()) / per,
-                "dollars": cost,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _role_sum(data: pd.DataFrame, prefix: str, roles: tuple[str, ...] | None) -> pd.Series:
     """Sum of the per-role columns `<prefix><role>` (all roles when `roles` is None)."""
     cols = [c for c in data.columns if c.startswith(prefix) and (roles is None or c[len(prefix) :] in roles)]

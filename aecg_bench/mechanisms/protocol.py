@@ -25,7 +25,7 @@ from typing import Any
 from aecg_bench.errors import ConfigError
 from aecg_bench.jsonl import read_jsonl, write_json_atomic
 from aecg_bench.mechanisms import metrics
-from aecg_bench.mechanisms.corruption import corrupt
+from aecg_bench.mechanisms.corruption import corrupt, validated
 from aecg_bench.runner.identity import results_dir_of
 
 TESTS = ("rq2_scope", "rq3_drift", "rq4_triage")
@@ -75,9 +75,14 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
         if mech.get("corrupt"):
             c = mech["corrupt"]
             levels = tuple(c["levels"]) if c.get("levels") is not None else None
+            n = int(c["skills"])
+            if raw.get("rehearsal"):  # a few warm-up tasks validate few skills: a rehearsal corrupts what there is
+                n = min(
+                    n, len(validated(state["memory"]["store"]["skills"], c["min_uses"], c["min_reliability"], levels))
+                )
             state, corrupted = corrupt(
                 state,
-                int(c["skills"]),
+                n,
                 seed,
                 min_uses=int(c["min_uses"]),
                 min_reliability=float(c["min_reliability"]),

@@ -97,7 +97,7 @@ def run_plan(
 def _record_end(rd: RunDir, header: dict[str, Any], status: str, error: str) -> None:
     """Best effort: the run's outcome in run.json (a full disk uses the reserve)."""
     try:
-        rd.write_final_header({**header, "status": status, "error": error, "finished_at": time.time()})
+        rd.write_final_header({**header, "status": status, "error": error, **end_session(header, time.time())})
     except OSError as exc:
         log.error("could not record status %r in %s: %s", status, rd.run_json, exc)
 
@@ -107,6 +107,7 @@ def _execute(
 ) -> dict[str, Any]:
     cfg = plan.config
     records = rd.records()
+    header["sessions"] = [*closed_sessions(header["sessions"][:-1], records), header["sessions"][-1]]
     _restore_state(rd, plan, services, audit, records)
     done = done_positions(records)
     attempts = Counter(r["position"] for r in records)
@@ -156,8 +157,9 @@ def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
     """Claim the run: a new header, or the existing one marked running again. A refusal (other
     configuration) or a damaged run.json raises before anything is written."""
     existing = rd.read_header()
+    now = time.time()
     if existing is None:
-        header = {**plan.header, "started_at": time.time()}
+        header = {**plan.header, "started_at": now, "sessions": [[now, None]]}
         rd.write_header(header)
         return header
     if existing["identity"].get("hash") != plan.header["identity"]["hash"]:
@@ -174,8 +176,32 @@ def _open_header(rd: RunDir, plan: RunPlan) -> dict[str, Any]:
     )
     existing.pop("error", None)
     existing["status"] = "running"
+    # runs from before spans were recorded have one: started_at to finished_at
+    earlier = existing.get("sessions") or [[existing["started_at"], existing.get("finished_at")]]
+    existing["sessions"] = [*earlier, [now, None]]
     rd.write_header(existing)
     return existing
+
+
+def closed_sessions(sessions: list[list[Any]], records: list[dict[str, Any]]) -> list[list[float]]:
+    """Earlier active spans [start, end], each closed: a span a kill -9 left open ends at its last
+    record's end (the work it kept), or where it started."""
+    out = []
+    for start, end in sessions:
+        if end is None:
+            ends = [r["started_at"] + r.get("seconds", 0.0) for r in records if r.get("started_at", 0) >= start]
+            end = max([start, *ends])
+        out.append([start, end])
+    return out
+
+
+def end_session(header: dict[str, Any], now: float) -> dict[str, Any]:
+    """finished_at, the spans with the current one closed at `now`, and `active_seconds`: their sum, the
+    run's duration however often it was paused and resumed (finished_at - started_at spans the pauses)."""
+    sessions = [list(s) for s in header.get("sessions") or [[header.get("started_at", now), None]]]
+    if sessions[-1][1] is None:
+        sessions[-1][1] = now
+    return {"finished_at": now, "sessions": sessions, "active_seconds": round(sum(e - s for s, e in sessions), 3)}
 
 
 def _state(services: Services) -> dict[str, Any]:
@@ -260,9 +286,12 @@ def _run_item(
     started = time.time()
     result = execute_item(services, item, seed, llm)
     maintain_round, maintain_error = None, ""
+    maintain_meter = UsageMeter()  # a round's calls, also in the item's usage: the cost model prices rounds apart
     every = plan.config.protocol.maintain_every
     if result.status != Status.INFRA_ERROR and learns(item, services.protocol) and (item.position + 1) % every == 0:
         maintain_round = (item.position + 1) // every
+        memory_llm = services.memory.services.llm
+        services.memory.services.llm = memory_llm.with_context(meter=maintain_meter)
         try:
             services.memory.maintain(maintain_round)
         except Exception as exc:  # a failed consolidation must not lose the sample
@@ -270,11 +299,16 @@ def _run_item(
                 raise
             maintain_round, maintain_error = None, f"maintain failed: {type(exc).__name__}: {exc}"
             log.warning("%s", maintain_error)
+        finally:
+            services.memory.services.llm = memory_llm
     rd.write_trajectory(
         item.position, attempt, {"format": TRAJECTORY_FORMAT, "rollouts": rollouts_to_json(result.rollouts)}
     )
     record = redact.deep(
-        make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error)
+        {
+            **make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error),
+            "maintain_usage": maintain_meter.to_dict(),
+        }
     )
     rd.append_record(record)
     return record
@@ -310,6 +344,7 @@ def make_record(
         "label": None if outcome is None else {"success": outcome.success, "source": outcome.source},
         "error": result.error[:4000],
         "steps": len(traj.steps) if traj else 0,
+        "step_limit": min(c for c in (item.sample.task.max_steps, services.protocol.max_steps) if c),
         "invalid_actions": traj.invalid_actions if traj else 0,
         "decisions": len(traj.decisions) if traj else 0,
         "decisions_by": decision_counts(traj.decisions if traj else []),
@@ -365,7 +400,7 @@ def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, An
     final = {
         **header,
         "status": "complete" if complete else "incomplete",
-        "finished_at": time.time(),
+        **end_session(header, time.time()),
         "counts": {"items": len(plan.stream), "recorded": len(latest), "missing": missing, **statuses},
         "eval": {
             "n": len(evals),

@@ -70,7 +70,7 @@ def plan_stream(benchmark: Benchmark, cfg: RunConfig) -> list[StreamItem]:
     ordered = functools.partial(stream_order, p.order, cfg.seed, benchmark.name)
     items: list[StreamItem] = []
     if p.mode == "build_then_freeze":
-        build = benchmark.samples(p.build_split)
+        build = benchmark.samples(p.build_split)[: p.limit]  # limit: the first N of every split
         for epoch in range(p.build_epochs):
             items += [
                 StreamItem(len(items) + i, "build", s, epoch) for i, s in enumerate(ordered(build, "build", epoch))
@@ -225,6 +225,7 @@ def make_header(
             "seed": cfg.seed,
         },
         "identity": identity,
+        **({"preset": "rehearsal"} if cfg.rehearsal else {}),  # never pooled with a paper run (analysis/load.py)
         "protocol": cfg.protocol.model_dump(),
         "n_items": len(stream),
         "n_eval": sum(it.phase == "eval" for it in stream),

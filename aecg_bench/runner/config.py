@@ -66,7 +66,7 @@ class ProtocolConfig(_Strict):
     # only, frozen while evaluated (AgentNet's fit/evaluate); all: it also learns on the eval stream.
     framework_learning: Literal["training", "all"] = "training"
     max_steps: int | None = Field(None, ge=1)  # cap below every task's step limit (smoke presets)
-    limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
+    limit: int | None = Field(None, ge=1)  # first N samples of each split, build and eval (smoke, rehearsal)
     # given: the benchmark's order (what the papers run); shuffled: each phase's items in an order drawn
     # from the run seed (the phases and their samples stay the same; docs/frameworks/README.md).
     order: Literal["given", "shuffled"] = "given"
@@ -116,6 +116,7 @@ class RuntimeConfig(_Strict):
 class RunConfig(_Strict):
     experiment_name: str = "default"
     seed: int = Field(0, ge=0)
+    rehearsal: bool = False  # a paper preset on LIMIT samples with any model (docs/infra/cost.md): never pooled
     framework: ComponentConfig
     benchmark: ComponentConfig
     memory: ComponentConfig

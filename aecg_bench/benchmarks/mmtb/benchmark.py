@@ -98,6 +98,9 @@ class MmtbParams(Params):
     offset: int = Field(0, ge=0)
     train_fraction: float = Field(0.5, gt=0, lt=1, description="share of entries in the train split (build protocols)")
     download: bool = True
+    blob_sha1: str | None = Field(
+        None, description="git blob id the data file must have; None = the pinned release's (rehearsals: a fixture's)"
+    )
 
 
 class MmtbBenchmark(Benchmark):
@@ -109,12 +112,14 @@ class MmtbBenchmark(Benchmark):
         return list(SPLITS)
 
     def data_hashes(self) -> dict[str, str]:
-        return {data.FILE + " (git blob sha1)": data.BLOB_SHA1}
+        return {data.FILE + " (git blob sha1)": self.params.blob_sha1 or data.BLOB_SHA1}
 
     def samples(self, split: str = "test") -> list[Sample]:
         if split not in SPLITS:
             raise ConfigError(f"benchmark 'mmtb' has no split {split!r}; valid splits: {', '.join(SPLITS)}")
-        items = data.read_items(data.fetch(self.data_dir, download=self.params.download))
+        items = data.read_items(
+            data.fetch(self.data_dir, download=self.params.download, blob_sha1=self.params.blob_sha1)
+        )
         end = None if self.params.size is None else self.params.offset + self.params.size
         out: list[Sample] = []
         for n, item in enumerate(items[self.params.offset : end]):
