@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.errors import AecgBenchError, BudgetExceededError, ConfigError, RunRefused, one_line, unknown_choice
+from aecg_bench.errors import AecgBenchError, ConfigError, one_line, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset", "arm")
@@ -136,7 +136,7 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
     """
     from aecg_bench.errors import io_error
     from aecg_bench.runner import lifecycle
-    from aecg_bench.runner.batch import run_plan
+    from aecg_bench.runner.batch import end_status, run_plan
     from aecg_bench.runner.build import build
     from aecg_bench.runner.config import parse_run_config
     from aecg_bench.runner.identity import Redactor
@@ -159,14 +159,7 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
     except AecgBenchError as exc:
         if not in_sweep:
             raise
-        status = (
-            "refused"
-            if isinstance(exc, RunRefused)
-            else "stopped"
-            if isinstance(exc, BudgetExceededError)
-            else "failed"
-        )
-        _sweep_report(where, status, redactor(one_line(exc)))
+        _sweep_report(where, end_status(exc), redactor(one_line(exc)))
         return None
     except KeyboardInterrupt:
         if in_sweep:

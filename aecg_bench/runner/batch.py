@@ -12,7 +12,8 @@ after the items that followed it, so its memory context includes them.
 
 Only the process holding the run's lock writes anything, and it records how
 the run ended: `complete`/`incomplete`, `failed` (with a one-line `error`) when
-an error stops it, `interrupted` on Ctrl-C or SIGTERM.
+an error stops it, `interrupted` on Ctrl-C or SIGTERM or when its model's
+endpoint stays down past the outage window.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
-from aecg_bench.errors import AecgBenchError, BudgetExceededError, RunRefused, RunStateError, io_error, one_line
+from aecg_bench.errors import (
+    AecgBenchError,
+    BudgetExceededError,
+    ProviderOutage,
+    RunRefused,
+    RunStateError,
+    io_error,
+    one_line,
+)
 from aecg_bench.llm.usage import UsageMeter
 from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
@@ -75,8 +84,8 @@ def run_plan(
             _record_end(rd, header, "interrupted", "stopped by a signal (Ctrl-C or SIGTERM); rerun to resume")
             raise
         except AecgBenchError as exc:
-            # a budget stop is not a failure: a rerun with a larger budget continues
-            _record_end(rd, header, "stopped" if isinstance(exc, BudgetExceededError) else "failed", one_line(exc))
+            # a budget stop is not a failure (a rerun with a larger budget continues), nor is an outage
+            _record_end(rd, header, end_status(exc), one_line(exc))
             raise
         except OSError as exc:
             error = io_error(exc)
@@ -91,6 +100,15 @@ def run_plan(
         audit.close()
         services.benchmark.close()
         rd.release()
+
+
+def end_status(exc: AecgBenchError) -> str:
+    """How a run that stopped on one of the harness's errors is recorded."""
+    if isinstance(exc, RunRefused):
+        return "refused"
+    if isinstance(exc, BudgetExceededError):
+        return "stopped"
+    return "interrupted" if isinstance(exc, ProviderOutage) else "failed"
 
 
 def _record_end(rd: RunDir, header: dict[str, Any], status: str, error: str) -> None:

@@ -71,6 +71,12 @@ def start_sweep(outcomes_dir: Path | None = None) -> Path:
     return Path(name)
 
 
+def sweep_id() -> str | None:
+    """What the runs of one command share (its circuit breakers): the name of its outcomes file."""
+    path = os.environ.get(OUTCOMES_ENV)
+    return Path(path).name if path else None
+
+
 def record_outcome(run_dir: str, status: str, detail: str = "") -> None:
     """Append this run's outcome for the sweep parent (one short O_APPEND write: atomic). If the
     parent is gone, so is its file, and there is no one to tell."""
