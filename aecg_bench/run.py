@@ -67,9 +67,12 @@ def resolve(cfg: Any) -> dict[str, Any]:
 
 
 def secret_envs(raw: dict[str, Any]) -> list[str]:
-    """The environment variables the configured models read their keys from."""
+    """The environment variables the configured models and the embedder read their keys from."""
     models = (raw.get("model") or {}).get("models") or {}
-    return sorted({m["api_key_env"] for m in models.values() if isinstance(m, dict) and m.get("api_key_env")})
+    sources = [m for m in models.values() if isinstance(m, dict)]
+    if isinstance(raw.get("embedder"), dict):
+        sources.append(raw["embedder"])
+    return sorted({str(m["api_key_env"]) for m in sources if m.get("api_key_env")})
 
 
 def precheck(argv: list[str]) -> dict[str, Any]:

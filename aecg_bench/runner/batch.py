@@ -70,7 +70,7 @@ def run_plan(
     then). Any error after the header is ours is recorded in run.json before it propagates.
     """
     cfg = plan.config
-    redact = Redactor([s.api_key_env for s in services.llm.models.values() if s.api_key_env])
+    redact = Redactor(cfg.key_envs())
     rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
     audit.redact = redact.deep
     try:

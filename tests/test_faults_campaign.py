@@ -1,0 +1,112 @@
+"""The second reliability campaign's cases (issue 38; docs/infra/reliability.md's fault matrix): keys in
+no file, exact replay of sharded caches, no path out of the results root, paced resumption after
+Retry-After, one-line config errors, a nearly full disk, and the smaller ones. Each test fails on the
+code before its fix."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from aecg_bench.llm.providers import FatalProviderError
+from aecg_bench.run import run_from_config
+from aecg_bench.testing.fake_server import FakeOpenAIServer
+
+SECRET = "sk-embed-CAMPAIGN-never-in-a-file-0123456789"
+MODEL_SECRET = "sk-model-CAMPAIGN-never-in-a-file-9876543210"
+CLI_BASE = ["runtime.progress=false", "runtime.log_level=WARNING"]
+
+
+def _files_containing(root: Path, needle: str) -> list[str]:
+    hits = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            if needle.encode() in data:
+                hits.append(str(path))
+    return hits
+
+
+def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "aecg_bench.run", *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# -- 1: the embedder's key -------------------------------------------------------------------------
+
+
+SUMMARY = "The agent team walked to the target cell and stopped there."
+
+
+def _embedder_args(url: str, model_url: str) -> list[str]:
+    """MemoryBank admits the chat server's reply as a summary and embeds it at the embedding server."""
+    return [
+        "benchmark=toy",
+        "benchmark.params.size=4",
+        "memory=memorybank",
+        "model=server",
+        f"model.models.served.api_base={model_url}",
+        "model.models.served.api_key_env=MODEL_CRED",
+        "embedder.backend=qwen3_embedding",
+        "embedder.model=openai/fake-embed",
+        f"embedder.api_base={url}",
+        "embedder.api_key_env=EMBED_CRED",  # a name no secret-looking pattern matches
+        "embedder.dim=8",
+    ]
+
+
+def test_a_bad_embedder_key_stops_the_run_in_one_line_and_its_echo_reaches_no_file(make_config, monkeypatch):
+    monkeypatch.setenv("EMBED_CRED", SECRET)
+    monkeypatch.setenv("MODEL_CRED", MODEL_SECRET)
+    with (
+        FakeOpenAIServer(lambda m: "ok", fault=lambda messages, attempt: "401") as server,
+        FakeOpenAIServer(lambda m: SUMMARY) as model,
+    ):
+        cfg = make_config(*_embedder_args(server.base_url, model.base_url))
+        with pytest.raises(FatalProviderError, match="embedding model openai/fake-embed") as info:
+            run_from_config(cfg)
+    assert SECRET in str(info.value), "the server echoed the key (what the redaction below is tested on)"
+    assert server.served["401"] == 1, "not retried, not one infra_error per sample"
+    root = Path(cfg["runtime"]["results_root"])
+    (header_path,) = root.rglob("run.json")
+    header = json.loads(header_path.read_text())
+    assert header["status"] == "failed" and "401" in header["error"] and "EMBED_CRED" in header["error"]
+    assert _files_containing(root, SECRET) == [] and _files_containing(root, MODEL_SECRET) == []
+
+
+@pytest.mark.slow  # a CLI subprocess with wandb
+def test_no_key_of_any_model_or_embedder_reaches_a_file_or_the_console(tmp_path):
+    root = tmp_path / "results"
+    with (
+        FakeOpenAIServer(lambda m: "ok", fault=lambda messages, attempt: "401") as embedder,
+        FakeOpenAIServer(lambda m: SUMMARY) as model,
+    ):
+        proc = _cli(
+            *CLI_BASE,
+            f"runtime.results_root={root}",
+            *_embedder_args(embedder.base_url, model.base_url),
+            "runtime.wandb.enabled=true",
+            "runtime.wandb.mode=offline",
+            env={"EMBED_CRED": SECRET, "MODEL_CRED": MODEL_SECRET, "WANDB_MODE": "offline"},
+        )
+    out = (proc.stdout + proc.stderr).strip()
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out and len(out.splitlines()) == 1 and "401" in out, out
+    assert SECRET not in out and MODEL_SECRET not in out
+    assert list(root.rglob("wandb")), "wandb wrote its offline files"
+    assert _files_containing(root, SECRET) == [] and _files_containing(root, MODEL_SECRET) == []
