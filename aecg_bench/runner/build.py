@@ -21,7 +21,7 @@ from aecg_bench.contracts import Benchmark, Framework, MemoryServices
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm.breaker import EndpointWatch, SqliteStore
 from aecg_bench.llm.budget import SweepBudget
-from aecg_bench.llm.cache import ResponseCache, shard_name
+from aecg_bench.llm.cache import ResponseCache, run_shard, shard_name
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.cpu_build import llama_cpp_build
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
@@ -105,14 +105,16 @@ def stream_order(order: str, seed: int, benchmark: str, samples: list[Sample], p
     return shuffled
 
 
-def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
+def build_llm(cfg: RunConfig, cache_root: Path, shard: str | None = None) -> LLMClient:
+    """The run's client; `shard` names the run's cache shard (cache.py: read first; written on clusters)."""
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
     mode = cfg.runtime.cache.mode
     cache = ResponseCache(
         cache_path if mode != "off" else None,
         mode,
         lock_timeout_s=cfg.runtime.cache.lock_timeout_s,
-        shard=shard_name() if cfg.runtime.cache.shards else None,
+        shard=shard,
+        shard_writes=cfg.runtime.cache.shards,
     )
     specs = cfg.model.specs()
     shared = Path(cfg.runtime.rate_limit_path) if cfg.runtime.rate_limit_path else cache_root / "ratelimit.sqlite"
@@ -148,7 +150,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         model=cfg.model.label,
         seed=cfg.seed,
     )
-    llm = build_llm(cfg, root / ".cache")
+    llm = build_llm(cfg, root / ".cache", shard=run_shard(run_dir, root))
     audit = AuditLog(run_dir / "memory" / "audit.jsonl")
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
     e = cfg.embedder
