@@ -110,3 +110,35 @@ def test_no_key_of_any_model_or_embedder_reaches_a_file_or_the_console(tmp_path)
     assert SECRET not in out and MODEL_SECRET not in out
     assert list(root.rglob("wandb")), "wandb wrote its offline files"
     assert _files_containing(root, SECRET) == [] and _files_containing(root, MODEL_SECRET) == []
+
+
+# -- 3: any character in the results path --------------------------------------------------------
+
+ODD_ROOT = "results #1 ?mode=ro&x=%41 é"
+
+
+def test_a_results_root_with_hash_query_percent_space_and_unicode_keeps_everything_inside(make_config, tmp_path):
+    from aecg_bench.llm.cache import merge_shards
+
+    root = tmp_path / ODD_ROOT
+
+    def config(*extra: str) -> dict:
+        raw = make_config("benchmark=toy", "benchmark.params.size=3", "memory=recorder", *extra)
+        raw["runtime"]["results_root"] = str(root)
+        return raw
+
+    assert run_from_config(config("runtime.cache.shards=true"))["status"] == "complete"
+    merge_shards(root / ".cache" / "llm.sqlite")
+    replay = run_from_config(config("experiment_name=replay", "runtime.cache.mode=read_only"))
+    assert replay["status"] == "complete" and replay["cache_hit_rate"] == 1.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ODD_ROOT], "nothing was written beside the results root"
+    assert (root / ".cache" / "llm.sqlite").stat().st_size > 0
+
+
+@pytest.mark.slow  # a CLI subprocess
+def test_the_cli_takes_such_a_results_root_quoted(tmp_path):
+    root = tmp_path / ODD_ROOT
+    proc = _cli(*CLI_BASE, f"runtime.results_root='{root}'", "benchmark=toy", "benchmark.params.size=2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ODD_ROOT]
+    assert [p.relative_to(root).parts[0] for p in root.rglob("run.json")] == ["default"]
