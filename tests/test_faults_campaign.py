@@ -142,3 +142,20 @@ def test_the_cli_takes_such_a_results_root_quoted(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [ODD_ROOT]
     assert [p.relative_to(root).parts[0] for p in root.rglob("run.json")] == ["default"]
+
+
+# -- 4: no config value writes outside the results root -------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["..", "../../../../x", ".cache", "."])
+def test_no_experiment_name_puts_a_file_outside_the_results_root(make_config, tmp_path, name):
+    from aecg_bench.runner.identity import results_dir_of
+
+    root = tmp_path / "deep" / "er" / "results"
+    raw = make_config("benchmark=toy", "benchmark.params.size=2", f"experiment_name='{name}'", "runtime.max_cost_usd=5")
+    raw["runtime"]["results_root"] = str(root)
+    final = run_from_config(raw)
+    run_dir = results_dir_of(final)
+    assert root in run_dir.parents and not run_dir.relative_to(root).parts[0].startswith(".")
+    assert sorted(p.name for p in tmp_path.rglob("*") if root not in p.parents) == ["deep", "er", "results"]
+    assert (root / ".cache" / "budget").is_dir() and len(list((root / ".cache" / "budget").iterdir())) == 1

@@ -31,7 +31,7 @@ from aecg_bench.llm.threads import concurrent_jobs, model_threads
 from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
-from aecg_bench.runner.identity import derive_seed, results_dir, scrub, stable_hash
+from aecg_bench.runner.identity import derive_seed, results_dir, safe_label, scrub, stable_hash
 from aecg_bench.runner.lifecycle import sweep_id
 from aecg_bench.types import Sample
 
@@ -123,7 +123,8 @@ def build_llm(cfg: RunConfig, cache_root: Path, shard: str | None = None) -> LLM
         limiter = SharedRateLimiter(shared)
     budget = None
     if cfg.runtime.max_cost_usd is not None:
-        budget = SweepBudget(cache_root / "budget" / cfg.experiment_name, cfg.runtime.max_cost_usd, name=shard_name())
+        budget_dir = cache_root / "budget" / safe_label(cfg.experiment_name)
+        budget = SweepBudget(budget_dir, cfg.runtime.max_cost_usd, name=shard_name())
     # one circuit breaker per endpoint for the whole sweep, beside the rate limits (llm/breaker.py)
     sweep = sweep_id()
     watch = EndpointWatch(
