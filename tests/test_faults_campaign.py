@@ -159,3 +159,49 @@ def test_no_experiment_name_puts_a_file_outside_the_results_root(make_config, tm
     assert root in run_dir.parents and not run_dir.relative_to(root).parts[0].startswith(".")
     assert sorted(p.name for p in tmp_path.rglob("*") if root not in p.parents) == ["deep", "er", "results"]
     assert (root / ".cache" / "budget").is_dir() and len(list((root / ".cache" / "budget").iterdir())) == 1
+
+
+# -- 6: config errors are one line ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            ["-m", "model=server,mock", "model.models.served.timeout_s=2"],
+            "with model=mock (one run of the sweep): 'model.models.served.timeout_s' does not exist here: "
+            "'model.models' has no 'served' (it has: mock); an override must apply to every run of a sweep",
+        ),
+        (
+            ["model=server", "model.models.served.max_output_tokens=5", "model.models.served.options.n_ctx=512"],
+            "keys 'model.models.served.max_output_tokens', 'model.models.served.options.n_ctx' are not in the "
+            "composed config; add with a '+': +model.models.served.max_output_tokens=5 "
+            "+model.models.served.options.n_ctx=512",
+        ),
+        (
+            ["model=server", "model.models.served.max_output_tokens=5"],
+            "key 'model.models.served.max_output_tokens' is not in the composed config; add with a '+': "
+            "+model.models.served.max_output_tokens=5",
+        ),
+        (["-m", "seed=0,-1"], "with seed=-1 (one run of the sweep): config: bad value -1 for 'seed'"),
+        (["embedder.dim=8", "embedder.model=x"], None),  # the YAML lists the embedder's keys: no '+' needed
+    ],
+)
+def test_config_errors_are_one_line_naming_the_key_the_run_and_the_fix(overrides, expected):
+    from aecg_bench.errors import ConfigError
+    from aecg_bench.run import precheck
+
+    if expected is None:
+        assert precheck(overrides)["embedder"]["dim"] == 8
+        return
+    with pytest.raises(ConfigError) as info:
+        precheck(overrides)
+    assert "\n" not in str(info.value) and str(info.value).startswith(expected), str(info.value)
+
+
+def test_an_override_valid_for_one_sweep_value_fails_before_anything_runs(tmp_path):
+    root = tmp_path / "results"
+    proc = _cli("-m", *CLI_BASE, f"runtime.results_root={root}", "model=server,mock", "model.models.served.timeout_s=2")
+    out = (proc.stdout + proc.stderr).strip()
+    assert proc.returncode == 2 and len(out.splitlines()) == 1 and out.startswith("error: with model=mock"), out
+    assert not root.exists(), "nothing ran"
