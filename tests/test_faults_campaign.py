@@ -205,3 +205,63 @@ def test_an_override_valid_for_one_sweep_value_fails_before_anything_runs(tmp_pa
     out = (proc.stdout + proc.stderr).strip()
     assert proc.returncode == 2 and len(out.splitlines()) == 1 and out.startswith("error: with model=mock"), out
     assert not root.exists(), "nothing ran"
+
+
+# -- 7: too little disk to start ------------------------------------------------------------------
+
+
+def test_a_run_without_room_for_its_reserve_does_not_start_and_records_failed(make_config, monkeypatch):
+    import errno
+
+    import aecg_bench.runner.records as records
+    from aecg_bench.errors import RunStateError
+
+    def no_room(path: Path, size: int) -> None:
+        path.write_bytes(b"\0" * 100)  # a partial file, as a full disk leaves it
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    cfg = make_config("benchmark=toy", "benchmark.params.size=3", "memory=recorder")
+    monkeypatch.setattr(records, "allocate", no_room)
+    with pytest.raises(RunStateError, match=r"less than 1024 KiB free for .*free disk space, then rerun") as info:
+        run_from_config(cfg)
+    assert "\n" not in str(info.value)
+    (run_json,) = Path(cfg["runtime"]["results_root"]).rglob("run.json")
+    header = json.loads(run_json.read_text())
+    assert header["status"] == "failed" and "KiB free" in header["error"]
+    assert not (run_json.parent / "samples.jsonl").exists(), "nothing ran"
+    assert not (run_json.parent / ".reserve").exists()
+    monkeypatch.undo()
+    assert run_from_config(cfg)["status"] == "complete", "space freed: the rerun runs"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_really_nearly_full_disk_records_failed_not_running(make_config, tmp_path):
+    import shutil
+
+    from aecg_bench.errors import RunStateError
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        with (mnt / "ballast").open("wb") as fh:  # fill the disk, then give back 256 KiB
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+        size = (mnt / "ballast").stat().st_size
+        os.truncate(mnt / "ballast", size - (256 << 10))
+        cfg = make_config("benchmark=toy", "benchmark.params.size=3", f"runtime.results_root={mnt}")
+        cfg["runtime"]["cache"]["mode"] = "off"
+        with pytest.raises(RunStateError, match="KiB free"):
+            run_from_config(cfg)
+        (run_json,) = mnt.rglob("run.json")
+        assert json.loads(run_json.read_text())["status"] == "failed"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

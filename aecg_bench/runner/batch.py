@@ -50,7 +50,7 @@ from aecg_bench.runner.execute import (
 )
 from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
-from aecg_bench.runner.records import RunDir, done_positions, latest_by_position
+from aecg_bench.runner.records import RESERVE_BYTES, RunDir, done_positions, latest_by_position
 from aecg_bench.runner.tracking import Tracker
 from aecg_bench.types import DecisionNode, Status
 
@@ -77,6 +77,8 @@ def run_plan(
         rd.create()
         if on_locked is not None:
             on_locked()
+        if not rd.reserved:
+            raise _no_room(rd, plan)
         header = _open_header(rd, plan)
         try:
             return _execute(plan, services, audit, rd, redact, header)
@@ -109,6 +111,21 @@ def end_status(exc: AecgBenchError) -> str:
     if isinstance(exc, BudgetExceededError):
         return "stopped"
     return "interrupted" if isinstance(exc, ProviderOutage) else "failed"
+
+
+def _no_room(rd: RunDir, plan: RunPlan) -> RunStateError:
+    """Too little disk to reserve room for the final status: the run does not start; `failed` is
+    recorded if a small write still fits (a resumed run keeps its header, with this error)."""
+    error = RunStateError(
+        f"less than {RESERVE_BYTES >> 10} KiB free for {rd.path}: too little to record how a run ends; "
+        "free disk space, then rerun the same command"
+    )
+    try:
+        header = rd.read_header() or plan.header
+    except RunStateError:  # damaged: left as it is
+        return error
+    _record_end(rd, header, "failed", str(error))
+    return error
 
 
 def _record_end(rd: RunDir, header: dict[str, Any], status: str, error: str) -> None:
