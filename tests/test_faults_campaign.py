@@ -265,3 +265,48 @@ def test_a_really_nearly_full_disk_records_failed_not_running(make_config, tmp_p
         assert json.loads(run_json.read_text())["status"] == "failed"
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+# -- 8: the smaller ones ----------------------------------------------------------------------------
+
+
+def _crash_after(monkeypatch, n: int, cfg: dict) -> None:
+    import aecg_bench.runner.batch as batch
+
+    real, calls = batch._run_item, {"n": 0}
+
+    def crashing(*a, **kw):  # type: ignore[no-untyped-def]
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        return real(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_item", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        run_from_config(cfg)
+    monkeypatch.setattr(batch, "_run_item", real)
+
+
+def test_a_failed_resume_keeps_the_audit_lines_it_cut(make_config, monkeypatch):
+    from aecg_bench.errors import RunStateError
+    from aecg_bench.runner.records import RunDir
+
+    cfg = make_config("benchmark=toy", "benchmark.params.size=8", "memory=recorder", "protocol.snapshot_every=3")
+    _crash_after(monkeypatch, 5, cfg)
+    (run_json,) = Path(cfg["runtime"]["results_root"]).rglob("run.json")
+    rd = RunDir(run_json.parent)
+    before = rd.audit_file.read_text().splitlines()
+    target = rd.trajectory_path(4, 1)  # after the snapshot at 3 records: the replay needs it
+    intact = target.read_bytes()
+    target.write_bytes(intact[:30])
+    with pytest.raises(RunStateError, match="is damaged"):
+        run_from_config(cfg)
+    kept = rd.audit_file.read_text().splitlines()
+    cut_file = rd.audit_file.with_name("audit.jsonl.cut")
+    cut = cut_file.read_text().splitlines()
+    assert len(cut) == 2 and set(before) <= set(kept) | set(cut), "every line cut is kept aside"
+    target.write_bytes(intact)  # restored from a backup: the resume replays and completes
+    assert run_from_config(cfg)["status"] == "complete"
+    assert not cut_file.exists(), "replayed: the copy is dropped"
+    seqs = [json.loads(line)["seq"] for line in rd.audit_file.read_text().splitlines()]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(before)

@@ -253,6 +253,7 @@ def _restore_state(
             replayed += 1
         if rec.get("maintain_round") is not None:
             services.memory.maintain(rec["maintain_round"])
+    audit.discard_cut()  # the replay has recorded the cut events again
     if replayed:
         log.info(
             "replayed the state-changing part of %d records after snapshot %s",
