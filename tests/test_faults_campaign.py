@@ -310,3 +310,19 @@ def test_a_failed_resume_keeps_the_audit_lines_it_cut(make_config, monkeypatch):
     assert not cut_file.exists(), "replayed: the copy is dropped"
     seqs = [json.loads(line)["seq"] for line in rd.audit_file.read_text().splitlines()]
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(before)
+
+
+def test_a_reply_far_past_max_tokens_is_cut_before_it_is_cached_and_a_warning_says_so(tmp_path, caplog):
+    from aecg_bench.llm import LLMClient, ModelSpec
+    from aecg_bench.llm.cache import ResponseCache
+    from aecg_bench.llm.client import REPLY_CHARS_PER_TOKEN
+
+    huge = "word " * 200_000  # 1 MB for a call that allows 64 tokens
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    with FakeOpenAIServer(lambda m: huge) as server:
+        spec = ModelSpec(label="served", model="openai/x", api_base=server.base_url, max_tokens=64)
+        client = LLMClient({"served": spec}, {"default": "served"}, cache)
+        out = client.complete([{"role": "user", "content": "hi"}])
+    assert len(out.text) == 64 * REPLY_CHARS_PER_TOKEN and out.finish_reason == "length"
+    assert len(cache.get(out.key)["text"]) == 64 * REPLY_CHARS_PER_TOKEN, "the cache holds the cut reply"
+    assert "sent 1000000 characters for max_tokens=64" in caplog.text

@@ -18,6 +18,8 @@ what each sample cost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import random
 import threading
 import time
@@ -46,6 +48,8 @@ from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
+
+log = logging.getLogger("aecg_bench.llm")
 
 # Spec options that change how a call is transported, not what it returns: in-process or served by
 # llama-server (aecg_bench/llm/embedded_server.py), and with how many threads, cache bytes and slots.
@@ -244,6 +248,7 @@ class LLMClient:
             if budget is not None:  # worst case: the estimated prompt and the whole output allowance
                 budget.check(cost_of(price, Usage(estimate_tokens(request.messages, 0), request.params["max_tokens"])))
             result, retries = self._call_with_retries(spec, request, accounted)
+            result = capped(result, request.params["max_tokens"], spec.label)
             if budget is not None:
                 budget.add(cost_of(price, result.usage))
             # another process may have stored this request's reply meanwhile: use the first one
@@ -445,6 +450,27 @@ def unreachable_line(spec: ModelSpec, endpoint: str, reason: str, then: str = ",
     else:
         fix = "check the network, the proxy (HTTPS_PROXY) and the provider's status"
     return f"model {spec.label!r} cannot reach {endpoint}: {reason}; {fix}{then}"
+
+
+# Characters a reply may hold per token of its `max_tokens`: far above any tokenizer's average (about 4), so
+# only a server that ignores the limit meets it (a 10 MB reply once cost 1.8 GB of RAM downstream).
+REPLY_CHARS_PER_TOKEN = 32
+
+
+def capped(result: ProviderResult, max_tokens: int, label: str) -> ProviderResult:
+    """A reply cut to what its `max_tokens` allows (and marked `length`, as a server that honoured it
+    would), before it is cached, parsed or put in a prompt; a warning says so."""
+    limit = max(int(max_tokens or 1), 1) * REPLY_CHARS_PER_TOKEN
+    if len(result.text) <= limit:
+        return result
+    log.warning(
+        "model %r sent %d characters for max_tokens=%d (the server ignored the limit); kept the first %d",
+        label,
+        len(result.text),
+        max_tokens,
+        limit,
+    )
+    return dataclasses.replace(result, text=result.text[:limit], finish_reason="length")
 
 
 def structured_mode(
