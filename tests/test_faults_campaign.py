@@ -326,3 +326,24 @@ def test_a_reply_far_past_max_tokens_is_cut_before_it_is_cached_and_a_warning_sa
     assert len(out.text) == 64 * REPLY_CHARS_PER_TOKEN and out.finish_reason == "length"
     assert len(cache.get(out.key)["text"]) == 64 * REPLY_CHARS_PER_TOKEN, "the cache holds the cut reply"
     assert "sent 1000000 characters for max_tokens=64" in caplog.text
+
+
+def test_each_command_gets_its_own_sweep_folder_and_breaker_scope(monkeypatch, tmp_path):
+    from aecg_bench.runner import lifecycle
+
+    ids = []
+    for _ in range(2):
+        lifecycle.start_sweep(tmp_path)
+        ids.append(lifecycle.sweep_id())
+    assert ids[0] and ids[1] and ids[0] != ids[1]
+
+
+@pytest.mark.slow  # two Hydra multiruns
+def test_two_sweeps_on_one_results_root_keep_their_own_multirun_yaml(tmp_path):
+    root = tmp_path / "results"
+    for seeds in ("0,1", "2,3"):
+        proc = _cli("-m", *CLI_BASE, "hydra/launcher=basic", f"runtime.results_root={root}", f"seed={seeds}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    saved = sorted(root.glob(".sweeps/*/multirun.yaml"))
+    assert len(saved) == 2
+    assert sorted("seed=0,1" in p.read_text() for p in saved) == [False, True]
