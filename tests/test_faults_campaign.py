@@ -347,3 +347,28 @@ def test_two_sweeps_on_one_results_root_keep_their_own_multirun_yaml(tmp_path):
     saved = sorted(root.glob(".sweeps/*/multirun.yaml"))
     assert len(saved) == 2
     assert sorted("seed=0,1" in p.read_text() for p in saved) == [False, True]
+
+
+def test_tool_calls_whose_arguments_are_not_json_end_the_sample_like_unparsable_outputs(make_config):
+    from aecg_bench.llm.mock import register_mock_policy
+    from aecg_bench.llm.providers import ProviderResult
+    from aecg_bench.types import ToolCall
+
+    def broken_json(request, spec):  # type: ignore[no-untyped-def]
+        return ProviderResult(text="", tool_calls=(ToolCall("find_orders", {"_unparsed": '{"customer": "'}, "c1"),))
+
+    register_mock_policy("campaign_broken_json", broken_json)
+    final = run_from_config(
+        make_config(
+            "benchmark=toy_tools",
+            "benchmark.params.size=2",
+            "model.models.mock.options.policy=campaign_broken_json",
+            "protocol.max_invalid_actions=3",
+        )
+    )
+    from aecg_bench.runner.identity import results_dir_of
+    from aecg_bench.runner.records import RunDir
+
+    records = RunDir(results_dir_of(final)).records()
+    assert [r["status"] for r in records] == ["model_error", "model_error"]
+    assert all(r["steps"] == 4 and "not JSON" in r["error"] for r in records), records
