@@ -5,7 +5,6 @@ code before its fix."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -13,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, small_tmpfs
+from test_faults import _crash_after, _files_containing
 
 from aecg_bench.llm.providers import FatalProviderError
 from aecg_bench.run import run_from_config
@@ -22,18 +22,6 @@ from aecg_bench.testing.fake_server import FakeOpenAIServer
 SECRET = "sk-embed-CAMPAIGN-never-in-a-file-0123456789"
 MODEL_SECRET = "sk-model-CAMPAIGN-never-in-a-file-9876543210"
 CLI_BASE = ["runtime.progress=false", "runtime.log_level=WARNING"]
-
-
-def _files_containing(root: Path, needle: str) -> list[str]:
-    hits = []
-    for path in root.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.suffix == ".gz":
-                data = gzip.decompress(data)
-            if needle.encode() in data:
-                hits.append(str(path))
-    return hits
 
 
 def _cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -234,20 +222,10 @@ def test_a_run_without_room_for_its_reserve_does_not_start_and_records_failed(ma
     assert run_from_config(cfg)["status"] == "complete", "space freed: the rerun runs"
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_really_nearly_full_disk_records_failed_not_running(make_config, tmp_path):
-    import shutil
-
     from aecg_bench.errors import RunStateError
 
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "4m") as mnt:
         with (mnt / "ballast").open("wb") as fh:  # fill the disk, then give back 256 KiB
             try:
                 while True:
@@ -255,36 +233,16 @@ def test_a_really_nearly_full_disk_records_failed_not_running(make_config, tmp_p
                     fh.flush()
             except OSError:
                 pass
-        size = (mnt / "ballast").stat().st_size
-        os.truncate(mnt / "ballast", size - (256 << 10))
+        os.truncate(mnt / "ballast", (mnt / "ballast").stat().st_size - (256 << 10))
         cfg = make_config("benchmark=toy", "benchmark.params.size=3", f"runtime.results_root={mnt}")
         cfg["runtime"]["cache"]["mode"] = "off"
         with pytest.raises(RunStateError, match="KiB free"):
             run_from_config(cfg)
         (run_json,) = mnt.rglob("run.json")
         assert json.loads(run_json.read_text())["status"] == "failed"
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 # -- 8: the smaller ones ----------------------------------------------------------------------------
-
-
-def _crash_after(monkeypatch, n: int, cfg: dict) -> None:
-    import aecg_bench.runner.batch as batch
-
-    real, calls = batch._run_item, {"n": 0}
-
-    def crashing(*a, **kw):  # type: ignore[no-untyped-def]
-        if calls["n"] == n:
-            raise KeyboardInterrupt
-        calls["n"] += 1
-        return real(*a, **kw)
-
-    monkeypatch.setattr(batch, "_run_item", crashing)
-    with pytest.raises(KeyboardInterrupt):
-        run_from_config(cfg)
-    monkeypatch.setattr(batch, "_run_item", real)
 
 
 def test_a_failed_resume_keeps_the_audit_lines_it_cut(make_config, monkeypatch):
