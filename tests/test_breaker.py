@@ -4,13 +4,16 @@ The loopback end-to-end cases are in tests/test_endpoint_faults.py."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
+import signal
 import socket
 import ssl
 import threading
 
 import httpx
+import openai
 import pytest
 from test_ratelimit import FakeClock as Clock  # time that moves only when someone sleeps
 
@@ -39,6 +42,20 @@ from aecg_bench.llm.providers import (
 )
 
 URL = "http://10.0.0.1:8000/v1"
+
+
+@pytest.fixture(autouse=True)
+def _no_endless_wait():
+    """A wait that never ends fails the test in seconds instead of hanging it (loops under test)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeoutError("still waiting after 20 s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
 
 
 # -- the pure transitions ------------------------------------------------------------------------
@@ -112,6 +129,14 @@ def test_an_answer_is_written_once_and_then_no_call_reads_the_store():
     assert store.updates == 1 and store.read("s|" + URL).answered
     assert watch.check(URL) is None and store.reads == 2, "known to answer: no read"
     assert EndpointWatch(store, scope="other").check(URL) is None
+
+
+def test_an_answer_lifts_a_verdict_reached_meanwhile():
+    store = Store()
+    store.update("s|" + URL, lambda s: EndpointState(dead="refused", prober="x"))
+    watch = EndpointWatch(store, scope="s")
+    watch.answered(URL)
+    assert store.read("s|" + URL).dead is None and EndpointWatch(store, scope="s").check(URL) is None
 
 
 def test_the_first_failure_probes_others_wait_for_its_verdict_and_then_stop():
@@ -201,9 +226,36 @@ def test_an_outage_is_timed_from_its_first_failure_and_an_answer_ends_it():
     assert watch.outage_over(URL) == pytest.approx(300)
     watch.answered(URL)
     assert watch.outage_over(URL) is None
-    error = watch.outage("served", URL, 300, "connection refused")
-    assert isinstance(error, ProviderOutage) and "300 s" in str(error) and "outage_window_s=300" in str(error)
-    assert "rerun the same command" in str(error)
+    error = watch.outage("served", URL, 301.4, "connection refused")
+    assert isinstance(error, ProviderOutage)
+    assert str(error) == (
+        f"model 'served' at {URL} stopped answering 301 s ago, longer than the outage window "
+        "(runtime.retry.outage_window_s=300); last error: connection refused; the sample in flight was not "
+        "recorded: rerun the same command to resume once it is back"
+    )
+
+
+def test_the_sqlite_store_keeps_every_field_and_changes_read_the_stored_state(tmp_path):
+    path = tmp_path / "not" / "yet" / "endpoints.sqlite"
+    one, two = SqliteStore(path), SqliteStore(path)
+    full = EndpointState(answered=False, prober="h:1:2", beat=12.5, dead="connection refused")
+    one.update("k", lambda s: full)
+    assert two.read("k") == full
+    assert two.update("k", lambda s: claim(s, "h:3:4", 13.0, 60, never_gone)) == full, "the dead verdict read back"
+    one.update("j", lambda s: claim(s, "h:1:2", 5.0, 60, never_gone))
+    assert two.update("j", lambda s: claim(s, "h:3:4", 6.0, 60, never_gone)).prober == "h:1:2"
+
+
+def test_a_day_old_sweep_is_dropped_and_a_younger_one_kept(tmp_path):
+    from aecg_bench.llm.breaker import STALE_S
+
+    path = tmp_path / "endpoints.sqlite"
+    store = SqliteStore(path)
+    for key, age in (("young", STALE_S - 60), ("old", STALE_S + 60)):
+        store.update(key, lambda s: EndpointState(dead="refused"))
+        store._conn().execute("UPDATE endpoints SET updated = updated - ? WHERE key = ?", (age, key))
+    again = SqliteStore(path)
+    assert again.read("young").dead == "refused" and again.read("old") == EndpointState()
 
 
 def test_the_sqlite_store_is_shared_and_drops_rows_of_old_sweeps(tmp_path):
@@ -325,17 +377,26 @@ def test_where_a_model_is_reached_and_what_the_line_advises():
     served = ModelSpec(label="m", model="aecg-local/smol", options={"serve": "server"})
     assert endpoint_of(served) == "aecg-local/smol (llama-server)"
     line = unreachable_line(ModelSpec(label="served", model="openai/x", api_base=URL), URL, "refused")
-    assert "AECG_API_BASE" in line and "model.models.served.api_base" in line and line.endswith("rerun to resume")
+    assert line == (
+        f"model 'served' cannot reach {URL}: refused; start its server there (vLLM: vllm serve <model> --port "
+        "<port>; llama.cpp: llama-server -m <gguf> --port <port>) or point the model at the right URL (model=server "
+        "reads AECG_API_BASE; or set model.models.served.api_base), then rerun to resume"
+    )
     hosted = unreachable_line(ModelSpec(label="g", model="openai/gpt-4o"), "openai", "refused", then="")
     assert "HTTPS_PROXY" in hosted and "AECG_API_BASE" not in hosted and hosted.endswith("status")
 
 
-def test_a_reply_is_capped_by_its_max_tokens_only_when_far_past_it():
+def test_a_reply_is_capped_by_its_max_tokens_only_when_far_past_it(caplog):
     fits = ProviderResult(text="x" * (8 * REPLY_CHARS_PER_TOKEN))
     assert capped(fits, 8, "m") is fits
     cut = capped(ProviderResult(text="x" * (8 * REPLY_CHARS_PER_TOKEN + 1)), 8, "m")
     assert cut.text == "x" * (8 * REPLY_CHARS_PER_TOKEN) and cut.finish_reason == "length"
     assert len(capped(ProviderResult(text="xy" * 100), 0, "m").text) == REPLY_CHARS_PER_TOKEN
+    with caplog.at_level(logging.WARNING, logger="aecg_bench.llm"):
+        capped(ProviderResult(text="x" * 1000), 8, "served")
+    assert caplog.messages[-1] == (
+        "model 'served' sent 1000 characters for max_tokens=8 (the server ignored the limit); kept the first 256"
+    )
 
 
 # -- which exceptions are transport failures -----------------------------------------------------------
@@ -358,24 +419,57 @@ def _raised(*chain: BaseException) -> BaseException:
     return caught
 
 
+def _verify_failed() -> ssl.SSLCertVerificationError:
+    exc = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    exc.verify_message = "self-signed certificate"
+    return exc
+
+
+def _ssl_reason() -> ssl.SSLError:
+    exc = ssl.SSLError(1, "alert")
+    exc.reason = "TLSV1_ALERT_PROTOCOL_VERSION"
+    return exc
+
+
+_REQUEST = httpx.Request("POST", URL)
+
+
 @pytest.mark.parametrize(
     ("root", "reason", "connected"),
     [
-        (ssl.SSLCertVerificationError(1, "certificate verify failed"), "TLS handshake failed", False),
+        (_verify_failed(), "TLS handshake failed (self-signed certificate)", False),
+        (_ssl_reason(), "TLS handshake failed (TLSV1_ALERT_PROTOCOL_VERSION)", False),
+        (ssl.SSLError(1, "eof"), "TLS handshake failed (handshake failed)", False),
         (socket.gaierror(-2, "Name or service not known"), "the host name does not resolve", False),
         (ConnectionRefusedError(111, "Connection refused"), "connection refused", False),
         (httpx.ProxyError("proxy down"), "the proxy failed", False),
         (httpx.ConnectTimeout("connect timed out"), "connecting timed out", False),
-        (httpx.ReadTimeout("read timed out"), "sent no answer in time", True),
-        (httpx.RemoteProtocolError("Server disconnected"), "closed the connection without an answer", True),
+        (httpx.ReadTimeout("read timed out"), "the server accepted the connection but sent no answer in time", True),
+        (httpx.WriteTimeout("write timed out"), "the server accepted the connection but sent no answer in time", True),
+        (httpx.PoolTimeout("pool timed out"), "the server accepted the connection but sent no answer in time", True),
+        (
+            openai.APITimeoutError(request=_REQUEST),
+            "the server accepted the connection but sent no answer in time",
+            True,
+        ),
+        (httpx.RemoteProtocolError("Server disconnected"), "the server closed the connection without an answer", True),
         (httpx.ConnectError("[Errno 101] Network is unreachable"), "cannot connect", False),
+        (openai.APIConnectionError(request=_REQUEST), "cannot connect", False),
     ],
 )
 def test_transport_failures_are_read_from_the_exception_chain(root, reason, connected):
-    exc = _raised(root, RuntimeError("openai.APIConnectionError"), RuntimeError("litellm.InternalServerError"))
+    exc = _raised(root, RuntimeError("openai wrapper"), RuntimeError("litellm.InternalServerError"))
     failure = transport_failure(exc)
-    assert failure is not None and reason in failure.reason and failure.connected is connected
-    assert "RuntimeError" in str(failure) and "\n" not in str(failure)
+    assert failure is not None and failure.reason == reason and failure.connected is connected
+    assert str(failure) == f"RuntimeError: {reason} ({str(root) or type(root).__name__})"
+
+
+def test_the_detail_is_the_root_cause_in_one_short_line():
+    long = transport_failure(_raised(ConnectionRefusedError(111, "x\n" * 150), RuntimeError("wrapper")))
+    detail = "[Errno 111] " + "x " * 92 + "x..."
+    assert len(detail) == 200 and long is not None and str(long) == f"RuntimeError: connection refused ({detail})"
+    empty = transport_failure(_raised(httpx.ReadTimeout(""), RuntimeError("wrapper")))
+    assert empty is not None and str(empty).endswith("(ReadTimeout)"), "an empty message: the exception's type"
 
 
 def test_an_http_reply_is_never_a_transport_failure_whatever_its_text_says():

@@ -116,16 +116,16 @@ class SqliteStore(Store):
             self._local.conn = conn
         return conn
 
-    def _row(self, key: str) -> EndpointState:
-        row = self._conn().execute("SELECT answered, prober, beat, dead FROM endpoints WHERE key = ?", (key,))
-        found = row.fetchone()
+    @staticmethod
+    def _row(conn: sqlite3.Connection, key: str) -> EndpointState:
+        found = conn.execute("SELECT answered, prober, beat, dead FROM endpoints WHERE key = ?", (key,)).fetchone()
         return EndpointState(bool(found[0]), found[1], found[2], found[3]) if found else EndpointState()
 
     def update(self, key: str, change: Callable[[EndpointState], EndpointState]) -> EndpointState:
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            state = change(self._row(key))
+            state = change(self._row(conn, key))
             conn.execute(
                 "INSERT OR REPLACE INTO endpoints VALUES (?, ?, ?, ?, ?, ?)",
                 (key, int(state.answered), state.prober, state.beat, state.dead, time.time()),
@@ -137,7 +137,7 @@ class SqliteStore(Store):
         return state
 
     def read(self, key: str) -> EndpointState:
-        return self._row(key)
+        return self._row(self._conn(), key)
 
 
 def caller_id() -> str:
@@ -208,7 +208,7 @@ class EndpointWatch:
             if endpoint in self._answered:
                 return
             self._answered.add(endpoint)
-        self.store.update(self._key(endpoint), lambda s: replace(s, answered=True, prober=None, dead=None))
+        self.store.update(self._key(endpoint), lambda s: replace(s, answered=True, dead=None))
 
     def failed(
         self, endpoint: str, *, connected: bool, lease_s: float
