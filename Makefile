@@ -16,11 +16,14 @@ MODEL ?=
 MEMORY_MODEL ?=
 JOBS ?= 2
 RUNTIME ?= local
+# METHODS=+my_memory adds memory columns (an installed plugin's) to table1/table2; METHODS=a,b replaces them.
+METHODS ?=
 REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODEL)) \
-	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME)
+	$(if $(MEMORY_MODEL),--memory-model $(MEMORY_MODEL)) $(if $(DRY_RUN),--dry-run) --jobs $(JOBS) --runtime $(RUNTIME) \
+	$(if $(METHODS),--methods $(METHODS))
 
 .PHONY: setup setup-server test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
-	reproduce-edv report mutants mutants-survivors
+	reproduce-edv report view mutants mutants-survivors
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -80,6 +83,12 @@ reproduce-edv:
 # One static page (results/report/index.html + report.md) with every table and figure the results can fill.
 report:
 	$(BIN)/python -m aecg_bench.analysis.site --results results --out results/report
+
+# The run viewer (docs/infra/viewer.md): a local page over a results folder; RESULTS=results/<experiment>, PORT=8765.
+RESULTS ?= results
+PORT ?= 8765
+view:
+	$(BIN)/python -m aecg_bench.view $(RESULTS) --port $(PORT)
 
 # Mutation testing (docs/quality.md), outside `make test`: PATHS = mutation packages or source paths
 # (default: all, see pyproject [tool.aecg_bench.mutation]); MUTANTS_ARGS go to `mutmut run`.

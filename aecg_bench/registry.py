@@ -2,7 +2,8 @@
 
 Configs, result paths and cache keys use these names, never class paths, so a
 module can move without invalidating results. Each component class carries
-`name` and `version`; bump the version when its behaviour changes.
+`name` and `version`; bump the version when its behaviour changes. Installed
+packages add names through entry points (aecg_bench/plugins.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from aecg_bench.errors import ConfigError, unknown_choice
+from aecg_bench.errors import ConfigError, one_line, unknown_choice
+from aecg_bench.plugins import BUILT_IN, PluginEntry, plugin_entries
 
 # group -> name -> "module:attribute"
 REGISTRY: dict[str, dict[str, str]] = {
@@ -49,19 +51,31 @@ REGISTRY: dict[str, dict[str, str]] = {
 
 
 def names(group: str) -> list[str]:
+    """Every name a run may use in `group`: the built-in table and installed plugins."""
     if group not in REGISTRY:
         raise unknown_choice("component group", group, REGISTRY)
-    return sorted(REGISTRY[group])
+    return sorted({*REGISTRY[group], *plugin_entries(group)})
 
 
 def resolve(group: str, name: str) -> type:
-    """The class registered as `name` in `group`, importing its module on first use."""
+    """The class registered as `name` in `group`, importing its module on first use. A plugin's
+    failures (clash, import error, missing name/version, wrong base class) are one line naming
+    its package; other names are unaffected."""
     table = REGISTRY.get(group)
     if table is None:
         raise unknown_choice("component group", group, REGISTRY)
-    target = table.get(name)
-    if target is None:
-        raise unknown_choice(group, name, table)
+    plugins = plugin_entries(group).get(name, ())
+    owners = ([BUILT_IN] if name in table else []) + sorted(p.package for p in plugins)
+    if len(owners) > 1:
+        raise ConfigError(f"{group} {name!r} is registered by several packages: {', '.join(owners)}; uninstall one")
+    if name in table:
+        return _load_built_in(group, name, table[name])
+    if not plugins:
+        raise unknown_choice(group, name, names(group))
+    return _load_plugin(group, plugins[0])
+
+
+def _load_built_in(group: str, name: str, target: str) -> type:
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -74,6 +88,39 @@ def resolve(group: str, name: str) -> type:
         if not hasattr(cls, required):
             raise TypeError(f"{target} lacks the class attribute {required!r}")
     return cls
+
+
+def _load_plugin(group: str, entry: PluginEntry) -> type:
+    where = f"{group} {entry.name!r} from package {entry.package} ({entry.target})"
+    module_name, _, attr = entry.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        cls = getattr(module, attr) if attr else module
+    except Exception as exc:  # anything a broken plugin raises on import is its own fault, said in one line
+        raise ConfigError(f"{where} failed to import: {type(exc).__name__}: {one_line(exc)}") from None
+    base = _base_class(group)
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigError(f"{where} is not a subclass of {base.__module__}.{base.__name__}")
+    for required in ("name", "version"):
+        if not isinstance(getattr(cls, required, None), str) or not getattr(cls, required):
+            raise ConfigError(f"{where} lacks the class attribute {required!r} (a non-empty string)")
+    if cls.name != entry.name:
+        raise ConfigError(f"{where} has name {cls.name!r}; the entry point and the class must use one name")
+    return cls
+
+
+def _base_class(group: str) -> type:
+    from aecg_bench import contracts
+
+    return {"benchmark": contracts.Benchmark, "framework": contracts.Framework, "memory": contracts.MemoryMethod}[group]
+
+
+def package_of(group: str, name: str) -> str:
+    """Who provides `name`: the built-in table or an installed package (recorded in run.json)."""
+    if name in REGISTRY.get(group, {}):
+        return BUILT_IN
+    plugins = plugin_entries(group).get(name)
+    return plugins[0].package if plugins else "unknown"
 
 
 def build(group: str, name: str, /, *args: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,22 @@ log = logging.getLogger("aecg_bench.run")
 
 
 def group_choices(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    """The config names of a group: the project's `conf/<group>/` and installed plugins' (aecg_bench/plugins.py)."""
+    from aecg_bench.plugins import plugin_config_choices
+
+    return sorted({p.stem for p in (CONF_DIR / group).glob("*.yaml")} | set(plugin_config_choices(group)))
+
+
+def check_config_owner(group: str, choice: str) -> None:
+    """A config name shipped by a plugin and by the project (or by two plugins) is refused: Hydra would
+    silently take the first on its search path."""
+    from aecg_bench.plugins import BUILT_IN, plugin_config_choices
+
+    owners = ([BUILT_IN] if (CONF_DIR / group / f"{choice}.yaml").exists() else []) + plugin_config_choices(group).get(
+        choice, []
+    )
+    if len(owners) > 1:
+        raise ConfigError(f"{group} config {choice!r} is shipped by several packages: {', '.join(owners)}; rename one")
 
 
 def check_overrides(argv: list[str]) -> None:
@@ -45,6 +60,7 @@ def check_overrides(argv: list[str]) -> None:
         for choice in value.split(","):
             if choice.strip() not in choices:
                 raise unknown_choice(key, choice.strip(), choices)
+            check_config_owner(key, choice.strip())
 
 
 def resolve(cfg: Any) -> dict[str, Any]:

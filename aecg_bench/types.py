@@ -71,6 +71,8 @@ class Task:
     task_type: str = ""  # family used by routers and ability matrices (PDDL domain, ...)
     action_hint: str = ""  # how to phrase actions / answers, shown in prompts
     action_grammar: str = ""  # GBNF for one action; used only by models that accept grammars
+    reads_whole_reply: bool = False  # steps mode: the environment parses the whole reply, not its first line
+    parallel_tool_calls: bool = False  # conversations: a step may hold several tool calls (emulated calls too)
     tools: tuple[ToolSpec, ...] = ()
     max_steps: int = 30
     metadata: dict[str, Any] = field(default_factory=dict)  # public only (difficulty, ...)
@@ -87,6 +89,11 @@ class Sample:
     @property
     def id(self) -> str:
         return self.task.id
+
+
+UNPARSED_ARGUMENTS = "_unparsed"
+"""The one key of a `ToolCall`'s arguments when the model's arguments were not a JSON object: their raw
+text, kept so that an evaluator can treat them as its original does (MMTB: an error)."""
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ class Decider:
             role=req.llm_role,
             model=req.model or (self.ctx.model if req.llm_role == "agent" else None),
             tools=req.tools,
+            parallel_tool_calls=self.task.parallel_tool_calls,
             grammar=grammar,
             schema=req.schema,
             temperature=req.temperature,
@@ -334,6 +335,9 @@ def action_from_completion(task: Task, completion: Completion) -> Action | None:
     if task.mode == "answer":
         text = completion.text.strip()
         return Action(kind="answer", text=text) if text else None
+    if task.reads_whole_reply:  # the benchmark reads its own answer format (Mind2Web: MindAct's "Answer: X")
+        text = completion.text.strip()
+        return Action(kind="command", text=text) if text else None
     command = parse_command(completion.text)
     return Action(kind="command", text=command) if command else None
 

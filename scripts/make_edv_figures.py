@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from aecg_bench.analysis import edv
-from aecg_bench.analysis.facts import SMOKE_PREFIX
 from aecg_bench.analysis.load import load
+from aecg_bench.analysis.paper import banner, preset_of
 from aecg_bench.analysis.plots import edv_curve
 
 FIGURES = {
@@ -40,9 +40,10 @@ def main() -> int:
         if df.empty:
             continue
         data = edv.curve(df, x)
-        title = SMOKE_PREFIX + title if "smoke" in args.suffix else title
+        preset = preset_of({"experiment": args.suffix})
+        title = banner(preset) + title
         out.mkdir(parents=True, exist_ok=True)
-        data.round(2).to_csv(out / f"{name}.csv", index=False)
+        data.round(2).assign(preset_label=preset).to_csv(out / f"{name}.csv", index=False)
         paper = reference[(reference["figure"] == name) & reference["x"].notna()].astype({"x": float})
         written += edv_curve(data, paper, x, xlabel.format(units=edv.recall_units(df)), title, out / name)
         print(f"\n{title} (ours, mean and 95% CI over seeds)\n")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from aecg_bench.analysis import edv
-from aecg_bench.analysis.facts import SMOKE_PREFIX
 from aecg_bench.analysis.load import load
+from aecg_bench.analysis.paper import banner, preset_of
 from aecg_bench.analysis.tables import flat_columns
 
 EXPERIMENTS = ("table1", "table2", "table3", "table4", "table5", "contamination")
@@ -42,12 +42,14 @@ def write(
     table: edv.EdvTable,
     extra: dict[str, pd.DataFrame] | None = None,
     *,
-    smoke: bool = False,
+    preset: str = "paper",
+    suffix: str = "",
 ) -> Path:
-    """One table's markdown and CSVs; a smoke run's title says so and drops the ours − paper column."""
+    """One table's markdown and CSVs (numbers, each row marked with its experiment folder and
+    preset); outside the paper preset the title says so and the ours − paper column is dropped."""
     out.mkdir(parents=True, exist_ok=True)
-    if smoke:
-        title = SMOKE_PREFIX + title
+    title = banner(preset) + title
+    if preset != "paper":
         table = replace(table, comparison=table.comparison.drop(columns=["diff"], errors="ignore"))
     parts = [
         f"# {title}\n",
@@ -60,21 +62,26 @@ def write(
         "\n## Ours vs the paper, per cell (empty paper = the paper has no such cell, e.g. a stand-in benchmark)\n",
         _md(table.comparison, index=False),
     ]
+
+    def csv(frame: pd.DataFrame, path: Path) -> None:
+        frame.assign(experiment=f"edv_{name}{suffix}", preset_label=preset).to_csv(path, index=False)
+
     for heading, frame in (extra or {}).items():
         parts += [f"\n## {heading}\n", _md(frame, index=False)]
-        frame.to_csv(out / f"{name}_{heading.split(' ')[0].lower()}.csv", index=False)
+        csv(frame, out / f"{name}_{heading.split(' ')[0].lower()}.csv")
     path = out / f"{name}.md"
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
-    table.ours.to_csv(out / f"{name}.csv")
-    table.comparison.to_csv(out / f"{name}_vs_paper.csv", index=False)
-    table.tests.to_csv(out / f"{name}_tests.csv", index=False)
+    csv(table.comparison.drop(columns=["paper", "diff"], errors="ignore"), out / f"{name}.csv")
+    csv(table.comparison, out / f"{name}_vs_paper.csv")
+    csv(table.tests, out / f"{name}_tests.csv")
     print("\n".join(parts[:2]) + "\n" + _md(table.ours) + "\n")
     return path
 
 
 def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Path]:
     written = []
-    smoke = "smoke" in suffix  # the smoke preset's folders: captions say so, no ours − paper
+    # the smoke (or rehearsal) preset's folders: captions say so, no ours − paper
+    preset = preset_of({"experiment": suffix})
     frames = {e: edv.annotate(load(root / f"edv_{e}{suffix}")) for e in EXPERIMENTS}
     if not frames["table1"].empty:
         df = frames["table1"]
@@ -86,18 +93,23 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
                 "EDV Table 1: Pass@1 per domain",
                 edv.main_table(df, edv.reference("table1"), n_boot=n_boot),
                 extra,
-                smoke=smoke,
+                preset=preset,
+                suffix=suffix,
             )
         )
     if not frames["table2"].empty:
         t = edv.mind2web_table(frames["table2"], edv.reference("table2"), n_boot=n_boot)
-        written.append(write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t, smoke=smoke))
+        written.append(
+            write(out, "table2", "EDV Table 2: Mind2Web EA / AF1 / SSR / SR", t, preset=preset, suffix=suffix)
+        )
     if not frames["table3"].empty:
         t = edv.mmtb_table(frames["table3"], edv.reference("table3"), n_boot=n_boot)
-        written.append(write(out, "table3", "EDV Table 3: MMTB", t, smoke=smoke))
+        written.append(write(out, "table3", "EDV Table 3: MMTB", t, preset=preset, suffix=suffix))
     if not frames["table4"].empty:
         t = edv.ablation_table(frames["table4"], edv.reference("table4"), edv.TABLE4_ROWS, n_boot=n_boot)
-        written.append(write(out, "table4", "EDV Table 4: progressive paradigm ablation", t, smoke=smoke))
+        written.append(
+            write(out, "table4", "EDV Table 4: progressive paradigm ablation", t, preset=preset, suffix=suffix)
+        )
     if not frames["table5"].empty:
         df = frames["table5"]
         extra = {
@@ -107,13 +119,15 @@ def render(root: Path, suffix: str, out: Path, *, n_boot: int = 1000) -> list[Pa
             "Paper sec. 5.5.2": edv.text_reference("5.5.2"),
         }
         t = edv.ablation_table(df, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=n_boot)
-        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra, smoke=smoke))
+        written.append(write(out, "table5", "EDV Table 5: component ablation", t, extra, preset=preset, suffix=suffix))
     if not frames["contamination"].empty:
         df = frames["contamination"]
         ref = edv.contamination_reference()
         extra = {"Injected share of stored and recalled items": edv.contamination_recall(df)}
         t = edv.ablation_table(df, ref, edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=n_boot)
-        written.append(write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra, smoke=smoke))
+        written.append(
+            write(out, "contamination", "EDV sec. 5.4: memory contamination", t, extra, preset=preset, suffix=suffix)
+        )
     return written
 
 

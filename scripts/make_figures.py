@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aecg_bench.analysis.aecg_sections import config_frame, slug
 from aecg_bench.analysis.load import load
-from aecg_bench.analysis.paper import KEYS, configurations, is_smoke
+from aecg_bench.analysis.paper import KEYS, banner, configurations, preset_of
 from aecg_bench.analysis.plots import learning_curve, role_cost_bars, score_heatmap
 from aecg_bench.analysis.stats import summarize
 
@@ -26,7 +26,7 @@ if __name__ == "__main__":
     out = args.out or args.results / "figures"
     for config in configurations(df):
         sub = config_frame(df, config)
-        prefix = "SMOKE RUN, not comparable to the paper: " if is_smoke(config) else ""
+        prefix = banner(preset_of(config))
         name = slug(config)
         paths = [
             *score_heatmap(

@@ -26,8 +26,9 @@ def main() -> None:
     suffix = "-smoke" if args.smoke else ""
     root = Path(args.results_root)
     out = Path(args.out) if args.out else root / f"aecg_mechanisms{suffix}"
-    note = "SMOKE: scripted mock world, not comparable to the paper." if args.smoke else ""
-    summary = render([root / f"{t}{suffix}" for t in TESTS], out, note)
+    note = "SMOKE RUN: scripted mock world, not comparable to the paper." if args.smoke else ""
+    preset = "smoke" if args.smoke else "paper"
+    summary = render([root / f"{t}{suffix}" for t in TESTS], out, note, preset=preset)
     print(summary.to_markdown(index=False, floatfmt=".2f"))
     print(f"\nwrote {out}/table3.md, figure3.png/.pdf, figure4.png/.pdf")
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".mutants"
 EQUIVALENT_FILE = ROOT / "scripts" / "mutants_equivalent.toml"
 # Source trees every campaign copies (so imports work); only the package's own files are mutated.
-COPY_TREES = ("aecg_bench", "baselines", "frameworks", "conf", "data", "tests", "scripts")
+COPY_TREES = ("aecg_bench", "baselines", "frameworks", "hydra_plugins", "conf", "data", "tests", "scripts", "examples")
 COPY_FILES = ("pyproject.toml",)
 KILLED = {"killed", "timeout", "caught by type check"}
 
@@ -150,7 +150,7 @@ def mutmut_section(pkg: Package, conf: dict) -> str:
             "[tool.mutmut]",
             f"source_paths = {arr(['aecg_bench', 'baselines', 'frameworks'])}",
             f"only_mutate = {arr(pkg.mutate)}",
-            f"also_copy = {arr(['conf', 'data', 'scripts'])}",
+            f"also_copy = {arr(['conf', 'data', 'scripts', 'hydra_plugins', 'examples'])}",
             f"pytest_add_cli_args_test_selection = {arr(pkg.tests)}",
             f"pytest_add_cli_args = {arr([*conf.get('pytest_args', []), *pkg.pytest_args])}",
             "use_git_change_detection = false",

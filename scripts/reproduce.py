@@ -1,7 +1,7 @@
 """Run a paper experiment's sweep, then render its table: `make reproduce-table1 [PRESET=...]`.
 
     python scripts/reproduce.py table1 [--preset smoke|paper] [--model ID] [--memory-model ID]
-                                       [--jobs N] [--runtime local|slurm|ray] [--dry-run]
+                                       [--jobs N] [--runtime local|slurm|ray] [--dry-run] [--methods +a,b]
     python scripts/reproduce.py edv [--preset smoke|paper] [--only table1,fig4_epochs] [--pool NAME]
                                     [--jobs N] [--dry-run [--price IN,OUT] [--size BENCH=BUILD,EVAL]]
 
@@ -43,11 +43,27 @@ def main() -> int:
         "--runtime", choices=["local", "slurm", "ray"], default="local", help="where runs execute (scale-out.md)"
     )
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument(
+        "--methods",
+        default=None,
+        help="table1/table2 memory columns: '+a,b' adds methods (e.g. an installed plugin's) to the preset's, "
+        "'a,b' replaces them",
+    )
     parser.add_argument("--only", default=None, help="edv: comma-separated experiments (default: all)")
     parser.add_argument("--pool", default=None, help="edv: model config of the pool (smoke: edv_pool_local)")
     parser.add_argument("--price", default=None, help="edv --dry-run: IN,OUT dollars per million tokens")
     parser.add_argument("--size", action="append", default=[], help="edv --dry-run: BENCH=BUILD,EVAL tasks")
     args = parser.parse_args()
+    if args.methods and args.table not in ("table1", "table2"):
+        print(
+            f"error: --methods applies to table1 and table2; {args.table}'s rows are "
+            + (
+                "AECG's own variants"
+                if args.table == "mechanisms"
+                else "arms (conf/arm/: a method, its models and protocol)"
+            )
+        )
+        return 2
 
     if args.table == "edv":
         return reproduce_edv(args)
@@ -72,6 +88,8 @@ def main() -> int:
         return dry_run(experiment, args)
     name = f"{experiment}_smoke" if preset == "smoke" else experiment
     overrides = [*sweep_overrides(name, args), *overrides_from_args(args)]
+    if args.methods:
+        overrides.append(f"memory={','.join(memory_columns(name, args.methods))}")
     cmd = [sys.executable, "-m", "aecg_bench.run", *overrides]
     print("$", " ".join(cmd), flush=True)
     sweep = subprocess.run(cmd, cwd=ROOT)
@@ -86,6 +104,21 @@ def sweep_overrides(experiment: str, args: argparse.Namespace) -> list[str]:
     """The experiment, results root and runtime of a sweep; local sweeps also get the job count."""
     out = [f"experiment={experiment}", f"runtime.results_root={args.results_root}", f"runtime={args.runtime}"]
     return [*out, f"hydra.launcher.n_jobs={args.jobs}"] if args.runtime == "local" else out
+
+
+def memory_columns(experiment: str, methods: str) -> list[str]:
+    """The memory methods a sweep runs: the experiment's own, plus `+a,b`, or exactly `a,b`."""
+    from hydra import compose, initialize_config_dir
+
+    from aecg_bench.run import CONF_DIR
+
+    asked = [m.strip() for m in methods.lstrip("+").split(",") if m.strip()]
+    if not methods.startswith("+"):
+        return asked
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+    own = [m.strip() for m in str(cfg.hydra.sweeper.params.memory).split(",")]
+    return [*own, *(m for m in asked if m not in own)]
 
 
 def overrides_from_args(args: argparse.Namespace) -> list[str]:

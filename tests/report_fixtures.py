@@ -36,9 +36,11 @@ def write_run(
     folder: str | None = None,
     identity: dict[str, Any] | None = None,
     metrics: dict[str, float] | None = None,
+    n_build: int = 0,
 ) -> Path:
     """One run folder with one eval record per success flag (tokens: agent 100+10, memory 50+5);
-    `identity` (the run's config, as EDV's tables read it) and per-record `metrics` when given."""
+    `identity` (the run's config, as EDV's tables read it) and per-record `metrics` when given;
+    `n_build` memory-construction records first (phase build: 400+40 tokens on the distiller, $0.004)."""
     successes = list(successes)
     run_dir = root / experiment / benchmark / framework / memory / (folder or model_label) / f"seed={seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -61,6 +63,25 @@ def write_run(
     }
     (run_dir / RUN_JSON).write_text(json.dumps(header), encoding="utf-8")
     lines = []
+    for i in range(n_build):
+        build = {"input_tokens": 400, "output_tokens": 40, "calls": 2, "cost": 0.004}
+        lines.append(
+            json.dumps(
+                {
+                    "position": i,
+                    "attempt": 0,
+                    "sample_id": f"b{i}",
+                    "phase": "build",
+                    "status": "ok",
+                    "success": True,
+                    "value": 1.0,
+                    "steps": 3,
+                    "invalid_actions": 0,
+                    "decisions": 2,
+                    "usage": {"total": build, "by_role": {"distiller": build}},
+                }
+            )
+        )
     for i, ok in enumerate(successes):
         by_role = {
             "agent": {"input_tokens": 100, "output_tokens": 10, "calls": 1, "cost": 0.001},
@@ -69,7 +90,7 @@ def write_run(
         lines.append(
             json.dumps(
                 {
-                    "position": i,
+                    "position": n_build + i,
                     "attempt": 0,
                     "sample_id": f"s{i}",
                     "phase": "eval",
@@ -130,7 +151,13 @@ EDV_MEMORY = {  # table row -> (memory label, memory name), as conf/arm/ writes 
     **{f"rb_b{i}": ("reasoningbank_build_then_freeze", "reasoningbank") for i in (1, 2, 3)},
     "rb_contaminated_b3": ("reasoningbank_contaminated_build_then_freeze", "reasoningbank_contaminated"),
 }
-MIND2WEB = {"element_acc": 0.5, "action_f1": 0.6, "step_success": 0.4}
+MIND2WEB = {
+    "element_acc": 0.5,
+    "action_f1": 0.6,
+    "step_success": 0.4,
+    "upper_bound_step": 0.7,
+    "upper_bound_task": 0.25,
+}
 
 
 def write_edv_run(
@@ -166,6 +193,7 @@ def write_edv_run(
         protocol=protocol,
         identity={"config": config},
         metrics=metrics,
+        n_build=2 if protocol.get("mode") == "build_then_freeze" else 0,
     )
 
 

@@ -105,7 +105,7 @@ def make_data(root: Path) -> Path:
         (d / split / f"{split}_0.json").write_text(json.dumps(tasks), encoding="utf-8")
     scores = {"scores": {k: {n: -float(r) for n, r in v.items()} for k, v in RANKS.items()}, "ranks": RANKS}
     (d / files.SCORES).write_bytes(pickle.dumps(scores))
-    files.write_manifest(d, "fixture")
+    files.write_manifest(d, files.REVISION)
     return d
 
 
@@ -133,6 +133,9 @@ def test_operation_f1_is_mindact_token_set_f1():
     assert operation_f1("TYPE New", "TYPE New York") == pytest.approx(2 * 1 * (2 / 3) / (1 + 2 / 3))
     assert operation_f1(" ", "") == 1.0
     assert target_operation("CLICK", "ignored") == "CLICK" and target_operation("SELECT", "Queen") == "SELECT Queen"
+    # MindAct's target text read back by postprocess_action: the value's first line; an unknown op reads as none
+    assert target_operation("TYPE", " New York \nNY 10001\nUSA") == "TYPE New York"
+    assert target_operation("HOVER", "menu\nmore") == "menu" and target_operation("TYPE", "") == "TYPE"
 
 
 def test_step_and_task_scores_follow_mindact():
@@ -160,12 +163,15 @@ def test_step_and_task_scores_follow_mindact():
 def test_candidates_render_like_mindact_in_page_order():
     got = dom.describe_candidates(PAGE, ["13", "12", "10"], n_tokens=20, keep_html_brackets=True)
     assert got == [
-        ("10", "<button id=10 search flights btn-primary>Search</button>"),
-        ("12", "<input id=12 text origin from />"),
-        ("13", "<a id=13 home page>Home</a>"),  # the http href is dropped
+        ("10", "<button id=0 search flights btn-primary>Search</button>"),
+        ("12", "<input id=1 text origin from />"),
+        ("13", "<a id=2 home page>Home</a>"),  # the http href is dropped
     ]
     short = dom.describe_candidates(PAGE, ["10"], n_tokens=3, keep_html_brackets=False)
-    assert short == [("10", "(button id=10 search")]
+    assert short == [("10", "(button id=0 search")]
+    words = " ".join(f"w{i}" for i in range(30))
+    (long,) = dom.describe_candidates(f'<html><p backend_node_id="5"><text>{words}</text></p></html>', ["5"])
+    assert long[1] == "<p id=0>" + " ".join(f"w{i}" for i in range(19))  # EDV's 20 tokens by default
 
 
 def test_samples_keep_the_top_k_and_describe_them(bench):
@@ -207,7 +213,7 @@ def test_none_of_the_above_policy_scores_zero(bench):
 def test_gold_action_is_taken_whatever_was_predicted(bench):
     t1 = bench.samples("test")[0]
     env, obs = run_task(bench, t1, ["D CLICK"])  # wrong: the next step still follows the gold history
-    assert "[textbox]  From -> TYPE: New York" in obs.text and "B. <button id=10" in obs.text
+    assert "[textbox]  From -> TYPE: New York" in obs.text and "B. <button id=0" in obs.text
     obs = env.step(Action(kind="command", text="Answer: B.\nAction: CLICK"))
     m = env.score().metrics
     assert obs.done and m["element_acc"] == 0.5 and m["step_success"] == 0.5 and m["task_success"] == 0.0
@@ -255,9 +261,12 @@ def test_failed_download_leaves_the_data_root_untouched(tmp_path, monkeypatch):
             self.rfilename, self.lfs = name, (type("L", (), {"sha256": sha}) if sha else None)
 
     class Api:
+        commit = files.REVISION
+
         def dataset_info(self, repo, revision, files_metadata):
+            assert revision == files.REVISION  # the pinned commit is what the hub is asked for
             sibs = [Sib("data/train/train_0.json", "0" * 64), Sib("test.zip", "1" * 64), Sib(files.SCORES, "2" * 64)]
-            return type("Info", (), {"sha": "abc", "siblings": sibs})
+            return type("Info", (), {"sha": self.commit, "siblings": sibs})
 
     def download(repo, name, repo_type, revision, local_dir):
         path = Path(local_dir) / name
@@ -275,10 +284,31 @@ def test_failed_download_leaves_the_data_root_untouched(tmp_path, monkeypatch):
     def offline(*a, **k):
         raise OSError("network is unreachable")
 
-    monkeypatch.setattr(files, "_hub", offline)
-    with pytest.raises(DataError, match=r"could not download Mind2Web .*unreachable"):
+    moved = Api()
+    moved.commit = "f" * 40
+    monkeypatch.setattr(files, "_hub", lambda: (moved, download))
+    with pytest.raises(DataError, match=f"answered commit f{{40}} for the pinned commit {files.REVISION}"):
         Mind2WebBenchmark({"download": True}, data_dir=root / "mind2web").samples("test")
     assert list(root.iterdir()) == []
+
+    monkeypatch.setattr(files, "_hub", offline)
+    with pytest.raises(DataError) as err:
+        Mind2WebBenchmark({"download": True}, data_dir=root / "mind2web").samples("test")
+    message = str(err.value)  # one line: the cause, then the manual steps
+    assert "\n" not in message and "could not download Mind2Web" in message and "unreachable" in message
+    assert f"by hand: get data/train/*.json, test.zip and {files.SCORES}" in message
+    assert f"at commit {files.REVISION}" in message and "password 'mind2web'" in message and "write_manifest" in message
+    assert list(root.iterdir()) == []
+
+
+def test_a_copy_from_another_hub_commit_is_refused_by_name(bench):
+    files.write_manifest(bench.data_dir, "0" * 40)
+    with pytest.raises(DataError, match=f"records hub commit '0{{40}}', not the pinned {files.REVISION}"):
+        bench.samples("test")
+    other = Mind2WebBenchmark({"download": False, "revision": "0" * 40}, data_dir=bench.data_dir)
+    assert [s.id for s in other.samples("test")] == ["t1", "t2"]
+    with pytest.raises(ConfigError, match="revision"):
+        Mind2WebBenchmark({"revision": "main"})  # a branch moves: only a commit pins the data
 
 
 # --- metric math ------------------------------------------------------------------------------
@@ -317,8 +347,8 @@ def test_task_metrics_never_exceed_their_bounds(step_list):
 # --- through the runner -----------------------------------------------------------------------
 
 KEY = {  # (task, previous actions) -> (the gold candidate's rendering, operation); None = not listed
-    ("Search flights from New York", 0): ("<input id=12", "TYPE New York"),
-    ("Search flights from New York", 1): ("<button id=10", "CLICK"),
+    ("Search flights from New York", 0): ("<input id=1", "TYPE New York"),
+    ("Search flights from New York", 1): ("<button id=0", "CLICK"),
     ("Choose economy", 0): None,
 }
 _BLOCK = re.compile(

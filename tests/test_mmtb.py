@@ -17,6 +17,7 @@ from aecg_bench.benchmarks.mmtb.graph import all_paths
 from aecg_bench.benchmarks.mmtb.metrics import accomplished_steps, multi_tool_kind, summary
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
+from aecg_bench.llm import tool_emulation
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import ProviderResult
 from aecg_bench.run import run_from_config
@@ -556,3 +557,98 @@ def test_serial_parallel_mission_optimal_path_and_progress():
     got = summary([best.metrics, one_by_one.metrics, early.metrics])
     assert got["serial_parallel"] == pytest.approx(2 / 3) and got["optimal_path"] == pytest.approx(1 / 3)
     assert got["accomplished_progress"] == pytest.approx((4 + 4 + 2) / 12)
+
+
+def emulated_policy(request, spec) -> str:
+    """A model without native tool calls (the emulation's JSON replies): the parallel mission's two forecasts
+    in one reply, then its answer; every other mission a plain message."""
+    system = str(request.messages[0].get("content") or "")
+    assert not request.tools and tool_emulation.SEVERAL_CALLS in system  # emulated, offering a list of calls
+    text = "\n".join(str(m.get("content") or "") for m in request.messages)
+    tasks = [t for t in ENTRY_1["english_task"] if t in text]
+    current = max(tasks, key=text.rfind) if tasks else ""
+    if current == "And in London and Berlin?" and "Tool result (" not in text[text.rfind(current) :]:
+        pair = [{"tool": "get_weather", "arguments": {"city": c}} for c in ("London", "Berlin")]
+        return json.dumps({"calls": pair, "message": ""})
+    return json.dumps({"calls": [], "message": "Done."})
+
+
+def test_a_parallel_step_through_emulated_tool_calls_reaches_the_optimal_path(make_config, tmp_path, monkeypatch):
+    _, blob = write_entries(tmp_path / "data", [ENTRY_1])
+    monkeypatch.setattr(data, "BLOB_SHA1", blob)
+    register_mock_policy("mmtb_emulated", emulated_policy)
+    final = run_from_config(
+        make_config(
+            "benchmark=mmtb",
+            "benchmark.params.download=false",
+            "model.models.mock.options.policy=mmtb_emulated",
+            "+model.models.mock.native_tools=false",
+            "memory=no_memory",
+            data_root=tmp_path / "data",
+        )
+    )
+    assert final["status"] == "complete"
+    root = Path(final["runtime"]["results_root"])
+    rd = RunDir(root / "default" / "mmtb" / final["labels"]["framework"] / "no_memory" / "mock" / "seed=0")
+    rows = {r["sample_id"]: r["metrics"] for r in rd.records()}
+    assert rows["e1:1"]["success"] == 1.0 and rows["e1:1"]["optimal"] == 1.0  # both calls in one step
+    assert summary(list(rows.values()))["optimal_path"] == 1.0
+
+
+ENTRY_ZH = {  # the Chinese fields of an entry: 用户/AI Agent助手 speaker tags, full-width colons
+    "id": "z1",
+    "type": ["单", "反"],
+    "task_ids": [0, 0],
+    "task": ["巴黎天气怎么样？", "帮我订一张桌子。"],
+    "answer_list": [
+        [node(0, "get_weather", {"city": "巴黎"}, {"temp": 18}, []), node(1, ANSWER, {}, "18度", [0])],
+        [
+            node(0, ASK, {}, "哪家餐厅？", [], user_input="路易吉餐厅"),
+            node(1, "book_table", {"restaurant": "路易吉餐厅"}, {"ok": True}, [0]),
+            node(2, ANSWER, {}, "订好了。", [1]),
+        ],
+    ],
+    "messages": [
+        {"role": "user", "content": "用户：巴黎天气怎么样？"},
+        {"role": "assistant", "content": "AI Agent助手：18度。"},
+        "=====",
+        {"role": "user", "content": "用户：帮我订一张桌子。"},
+        {"role": "assistant", "content": "AI Agent：哪家餐厅？"},
+        {"role": "user", "content": "用户：路易吉餐厅"},
+        {"role": "assistant", "content": "AI Agent：订好了。"},
+    ],
+    "tools": TOOLS,
+    "english_task": ["unused"],
+    "env_info": "当前时间：2024-05-01 12:00:00 星期三",
+    "turn_type": ["假", "真"],
+}
+
+
+def test_chinese_missions_read_their_own_fields_and_score():
+    bench = MmtbBenchmark({"download": False, "language": "zh"})
+    weather, booking = bench.missions(ENTRY_ZH)
+    assert weather.task.instruction == "当前日期：2024-05-01 12:00:00 星期三"
+    assert [m["content"] for m in booking.gold["context"]] == ["巴黎天气怎么样？", "18度。", "帮我订一张桌子。"]
+    assert [weather.task.metadata["true_multi_turn"], booking.task.metadata["true_multi_turn"]] == [False, True]
+    score, _ = play(bench, weather, [tools(call("get_weather", city="巴黎")), say("18度")])
+    assert score.success
+    score, _ = play(
+        bench, booking, [say("哪家餐厅？"), tools(call("book_table", restaurant="路易吉餐厅")), say("订好了")]
+    )
+    assert score.success and score.metrics["is_clarify"] == 1.0
+
+
+def test_turn_flags_true_only_when_true():
+    flags = {**ENTRY_1, "turn_type": ["真", "假", True, False]}
+    got = [s.task.metadata["true_multi_turn"] for s in MmtbBenchmark({"download": False}).missions(flags)]
+    assert got == [True, False, True, False]  # request_pipeline.py: a string flag is true only when 真
+
+
+def test_offline_download_is_one_line_with_the_manual_steps(tmp_path):
+    with pytest.raises(DataError) as err:
+        data.fetch(tmp_path / "mmtb", download=True, url=(tmp_path / "absent").as_uri())
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("could not download file://")
+    assert f"by hand: download {data.URL}" in message and data.COMMIT in message
+    assert f"save it as {tmp_path / 'mmtb' / data.FILE}" in message and data.BLOB_SHA1 in message
+    assert "jpy/MMTB" not in message

@@ -396,3 +396,22 @@ def test_a_tie_above_the_threshold_takes_the_first_golden_call():
     pred = _pred(("t", {"a": 1, "b": 1, "c": 1, "n": 9}), ("t", {"a": 1, "b": 1, "c": 9, "n": 2}))
     assert not mission_arguments_ok(gold, pred, [tool])
     assert mission_arguments_ok(gold, pred[::-1][:1] + pred[:1], [tool])  # the other order pairs n=2 first
+
+
+def test_a_schema_the_check_cannot_read_is_an_error_of_the_mission_not_a_crash():
+    props = {"a": {"type": "string"}, "b": "x"}  # b's schema is no object: the original fails on .get
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": props}}}
+    gold = [{"action": {"name": "f", "arguments": {"a": "1"}}}]
+    with pytest.raises(ArgumentCheckError, match=r"cannot read this call \(AttributeError"):
+        mission_arguments_ok(gold, [{"name": "f", "arguments": {"a": "1", "b": "2"}}], [tool])
+    assert mission_arguments_ok(gold, [{"name": "f", "arguments": {"a": "1"}}], [tool])
+    bare = {"type": "function", "function": {"name": "f"}}
+    with pytest.raises(ArgumentCheckError, match="tool f has no parameters"):
+        mission_arguments_ok(gold, [{"name": "f", "arguments": {"a": "1"}}], [bare])
+
+
+def test_raw_argument_text_is_read_as_json_first():
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    with pytest.raises(ArgumentCheckError, match="arguments are not JSON: 'city=Paris'"):
+        call_score({"_unparsed": "city=Paris"}, {}, tool)
+    assert call_score({"_unparsed": "{}"}, {}, tool) == 1.0  # JSON after all: read as the original reads it

@@ -4,10 +4,12 @@ labelled, and `make report` producing one page (checked in a real headless brows
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -146,10 +148,18 @@ def test_table1_shows_cis_and_a_paired_test_per_cell_and_checks_the_claims(tmp_p
     shown = readable_cells(table)
     assert {"95% CI", "Δ (paired)", "p", "paper", "ours − paper"} <= set(shown.columns)
 
-    claims = aecg_claims(table.summary, load_reference("aecg_table1_margins")).set_index(["framework", "quantity"])
+    df = load(root / "aecg_table1")
+    claims = aecg_claims(table.summary, load_reference("aecg_table1_margins"), df, n_boot=200)
+    claims = claims.set_index(["framework", "quantity"])
     assert claims.loc[("all", "settings"), "ours"] == 4 and claims.loc[("all", "settings"), "paper"] == 12
-    assert claims.loc[("all", "aecg_best_settings"), "ours"] == 3
-    assert claims.loc[("all", "aecg_best_settings"), "paper"] == 11
+    # AECG leads in 3 settings by 8 of 40 pairs (p < 0.01): decided. On MacNet-PDDL ConMem leads by 4
+    # pairs (p ~ 0.1): undecided, so 3 of 4 settings could still reach the paper's 11/12 share
+    best = claims.loc[("all", "aecg_best_settings")]
+    assert (best["ours"], best["ci_low"], best["ci_high"], best["paper"]) == (3, 3, 4, 11)
+    assert best["verdict"] == "undecided" and "undecided: MacNet/PDDL" in best["claim"]
+    assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "verdict"] == "undecided"
+    assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "verdict"] == "holds"
+    assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "ci_low"] > 0
     assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "ours"] == pytest.approx(10.0)
     assert claims.loc[("macnet", "pddl_conmem_minus_aecg"), "paper"] == pytest.approx(2.56)
     assert claims.loc[("autogen", "aecg_minus_no_memory_avg"), "ours"] == pytest.approx(40.0)
@@ -236,33 +246,46 @@ def _chromium() -> str | None:
     return None
 
 
-def _dump_dom(browser: str, page, profile) -> subprocess.CompletedProcess:
-    """The page's DOM after load, from headless Chromium with no network (a dead proxy)."""
+# The flags that start headless Chromium on a closed network as root (no sandbox, no background
+# connections, a fresh profile each time); a dead proxy keeps the page offline.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--disable-extensions",
+    "--proxy-server=127.0.0.1:9",
+    "--virtual-time-budget=10000",
+    "--window-size=1400,1000",
+)
+# Where CI keeps the report's screenshot (`.ci/run` prints it; docs/infra/report.md).
+ARTEFACTS = Path(os.environ.get("AECG_CI_ARTEFACTS", REPO / "results" / "ci-artefacts"))
+
+
+def _chromium_run(browser: str, page, profile, *action: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--disable-extensions",
-            "--disable-background-networking",
-            "--proxy-server=127.0.0.1:9",
-            "--virtual-time-budget=10000",
-            f"--user-data-dir={profile}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
+        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *action, page.as_uri()],
         capture_output=True,
         text=True,
         timeout=300,
     )
 
 
+def _dump_dom(browser: str, page, profile) -> subprocess.CompletedProcess:
+    """The page's DOM after load, from headless Chromium with no network."""
+    return _chromium_run(browser, page, profile, "--dump-dom")
+
+
 @pytest.mark.slow
 def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_path):
-    """`make report` on a mock sweep of every experiment, opened offline: every table and image renders."""
+    """`make report` on a mock sweep of every experiment, opened offline at 1400 x 1000: every table and
+    image renders, nothing reaches past the viewport, every figure's legend names every series of its
+    data, and a screenshot of the first screen is kept for CI (ARTEFACTS)."""
     browser = _chromium()
     if browser is None:
         pytest.skip("no Chromium on this machine (apt-get install chromium)")
@@ -275,15 +298,22 @@ def test_report_page_renders_every_table_and_image_in_a_headless_browser(tmp_pat
     paths = write_report(root, tmp_path / "report", n_boot=50)
     page = paths["html"].read_text()
     n_images = len(re.findall(r"<img ", page))
-    n_tables = page.count('class="dataframe report-table"') + page.count('<table class="report-table">')
+    n_tables = page.count('class="dataframe report-table"') + page.count('<table class="report-table')
     out = _dump_dom(browser, paths["html"], tmp_path / "profile")
     assert out.returncode == 0, out.stderr[-2000:]
     body = re.search(r"<body([^>]*)>", out.stdout)
     assert body, out.stdout[:500]
-    attrs = dict(re.findall(r'data-([a-z-]+)="(\d+)"', body.group(1)))
+    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
     assert int(attrs["images"]) == n_images >= 10 and attrs["images-rendered"] == attrs["images"], attrs
     assert int(attrs["tables"]) == n_tables >= 40 and attrs["tables-rendered"] == attrs["tables"], attrs
+    assert attrs["too-wide"] == "0" and attrs["page-width"] == attrs["viewport"], attrs["too-wide-first"]
+    assert int(attrs["figures-checked"]) == n_images and attrs["legend-missing"] == "0", attrs["legend-missing-first"]
     assert page.count("Status: ok") == page.count('<section id="')  # every section filled
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / "report-first-screen.png"
+    taken = _chromium_run(browser, paths["html"], tmp_path / "shot-profile", f"--screenshot={shot}")
+    assert taken.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", taken.stderr[-1000:]
+    print(f"screenshot of the report's first screen: {shot}")
 
 
 def test_make_report_cli_lists_every_section_as_not_run_on_an_empty_results_folder(tmp_path, capsys):

@@ -154,6 +154,12 @@ def test_edv_table_script_marks_smoke_output_and_drops_the_paper_difference(tmp_
     assert "diff" not in pd.read_csv(tmp_path / "smoke" / "table4_vs_paper.csv").columns
     assert "SMOKE" not in (tmp_path / "full" / "table4.md").read_text()
     assert "diff" in pd.read_csv(tmp_path / "full" / "table4_vs_paper.csv").columns
+    for folder, experiment, preset in (("smoke", "edv_table4-smoke", "smoke"), ("full", "edv_table4", "paper")):
+        for path in (tmp_path / folder).glob("*.csv"):
+            frame = pd.read_csv(path)
+            assert set(frame["experiment"]) == {experiment} and set(frame["preset_label"]) == {preset}, path
+    cells = pd.read_csv(tmp_path / "smoke" / "table4.csv")  # numbers, not "50.00 ± 0.00" strings
+    assert cells["mean"].dtype.kind == "f" and cells["ci_low"].dtype.kind == "f"
 
 
 def test_the_report_reads_results_without_importing_the_runner():
@@ -179,3 +185,25 @@ def test_a_mechanism_test_that_stopped_before_its_measures_is_an_error_line_not_
     spec = site.REGISTRY["aecg_figure4"]
     section = site.build_sections(site.Context(root, tmp_path / "fig", n_boot=10), [spec])[0]
     assert section.status.startswith("error: aecg_rq4_triage-smoke") and "did not finish" in section.status
+
+
+def _claims(section):
+    return {c.statement: c for p in section.parts if isinstance(p, site.Claims) for c in p.items}
+
+
+def test_each_papers_claims_are_read_off_its_paired_tests_in_the_claimed_direction(sweep):
+    _, paths, sections = sweep
+    edv1 = _claims(_section(sections, "edv_table1"))
+    best = edv1["EDV above the strongest baseline (Judge (Ensemble)) on toy_tools"]
+    # EDV 4/4 vs 2/4 per seed: +50 points over 8 pairs, 4 of them differing: p = 2/16, so undecided
+    assert (best.ours, best.p, best.verdict) == ("+50.00", "0.125", "undecided") and best.ci.startswith("[+")
+    edv4 = _claims(_section(sections, "edv_table4"))
+    basic = edv4["1. Basic SA below 6. EDV (Full) on toy_tools"]  # the ablation is 50 points lower: +50 for the claim
+    assert basic.ours == "+50.00" and basic.verdict == "undecided"
+    rq2 = _claims(_section(sections, "aecg_table3"))
+    flat = rq2["cross_scope_use_pct: flat_scope above hard_scope"]  # paper: 36.5 vs 0.0
+    assert (flat.ours, flat.paper, flat.verdict) == ("+10.00", "+36.50", "undecided")  # two seeds: p >= 0.5
+    assert "success: flat_scope below hard_scope" in rq2
+    page = paths["html"].read_text()
+    overview = page[: page.index("<section ")]
+    assert "EDV above the strongest baseline" in overview and "flat_scope above hard_scope" in overview

@@ -7,28 +7,31 @@ import hashlib
 
 import pandas as pd
 
-from aecg_bench.analysis.facts import SMOKE_PREFIX, sweep_facts
-from aecg_bench.analysis.load import CONFIG_COLUMNS
+from aecg_bench.analysis.facts import facts_part
+from aecg_bench.analysis.load import CONFIG_COLUMNS, preset_folders
 from aecg_bench.analysis.paper import (
     KEYS,
     MEMORIES,
     PaperTable,
     aecg_claims,
+    banner,
     build_tables,
+    compact_cost,
     configurations,
     cost_table,
-    is_smoke,
+    load_margins,
     load_reference,
+    preset_of,
     readable_cells,
     readable_claims,
+    role_tokens,
 )
 from aecg_bench.analysis.plots import learning_curve, role_cost_bars, score_heatmap
-from aecg_bench.analysis.site import Context, Facts, Figure, Part, Table, Text, register_section
+from aecg_bench.analysis.site import Claim, Claims, Context, Facts, Figure, Part, Table, Text, register_section
 from aecg_bench.analysis.stats import summarize
-from aecg_bench.analysis.tables import flat_columns
 
-TABLE1 = ("aecg_table1", "aecg_table1-smoke")
-TABLE2 = ("aecg_table2", "aecg_table2-smoke")
+TABLE1 = preset_folders("aecg_table1")
+TABLE2 = preset_folders("aecg_table2")
 CMD_TABLE1 = "make reproduce-table1 PRESET=paper  (offline smoke: make reproduce-table1)"
 CMD_TABLE2 = "make reproduce-table2 PRESET=paper  (offline smoke: make reproduce-table2)"
 
@@ -49,7 +52,33 @@ def facts(df: pd.DataFrame, table: PaperTable, command: str) -> Facts:
         + (f" (flagged: {', '.join(flagged)})" if flagged else ""),
         "infra errors": str(int(s["n_infra_error"].sum())),
     }
-    return Facts({**sweep_facts(df, command), **per_cell})
+    return facts_part(df, command, per_cell)
+
+
+def claims_part(claims: pd.DataFrame, table: PaperTable) -> Claims:
+    """The claims rows (`aecg_claims`) for the page and its first screen; the bare count of
+    settings is context, not a claim."""
+    shown = readable_claims(claims, smoke=table.smoke)
+    items = tuple(
+        Claim(
+            statement=row["Claim"]
+            if row["Framework"] == "all" or row["Claim"].startswith(row["Framework"])
+            else f"{row['Framework']}: {row['Claim']}",
+            ours=row["ours"],
+            ci=row["95% CI / range"],
+            p=row["p"],
+            verdict=row["verdict"],
+            paper=row["paper"],
+        )
+        for (_, row), quantity in zip(shown.iterrows(), claims["quantity"], strict=True)
+        if quantity != "settings"
+    )
+    return Claims(
+        f"{table.caption_prefix}AECG §4.2's claims recomputed from our cells — {table.config['experiment']}",
+        items,
+        table.preset,
+        table.config["experiment"],
+    )
 
 
 def config_frame(df: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
@@ -58,7 +87,7 @@ def config_frame(df: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
 
 
 def _table_parts(
-    df: pd.DataFrame, ctx: Context, *, name: str, reference: str, compare_to: str, command: str, claims: bool
+    df: pd.DataFrame, ctx: Context, *, name: str, reference: str, compare_to: str, command: str
 ) -> list[Part]:
     parts: list[Part] = []
     for table in build_tables(df, load_reference(reference), compare_to=compare_to, n_boot=ctx.n_boot):
@@ -85,13 +114,16 @@ def _table_parts(
                 + ("." if table.smoke else "; ours − paper = the gap."),
             )
         )
-        if claims:
-            margins = load_reference(f"{reference}_margins")
+        margins = load_margins(reference)
+        if margins is not None and "aecg" in set(table.summary["memory"]):
+            raw = aecg_claims(table.summary, margins, sub, n_boot=ctx.n_boot)
+            parts.append(claims_part(raw, table))
             parts.append(
-                Table(
-                    f"{table.caption_prefix}{head}: the paper's claims recomputed from our cells",
-                    readable_claims(aecg_claims(table.summary, margins), smoke=table.smoke),
-                    index=False,
+                Text(
+                    "Verdicts: holds / fails where the paired difference's bootstrap 95% CI excludes 0 (in the "
+                    "claimed direction / against it) and the sign-flip p < 0.05, otherwise undecided: ties and "
+                    "all-zero cells never count as wins. Count claims show the settings decided in AECG's "
+                    "favour, the range they could reach, and hold when that reaches the paper's share."
                 )
             )
     return parts
@@ -127,7 +159,6 @@ def table1(df: pd.DataFrame, ctx: Context) -> list[Part]:
         reference="aecg_table1",
         compare_to="strongest_baseline",
         command=CMD_TABLE1,
-        claims=True,
     )
 
 
@@ -141,16 +172,14 @@ def table1(df: pd.DataFrame, ctx: Context) -> list[Part]:
     not_run=lambda ctx: _reference_parts("aecg_table2", CMD_TABLE2),
 )
 def table2(df: pd.DataFrame, ctx: Context) -> list[Part]:
-    return _table_parts(
-        df, ctx, name="AECG Table 2", reference="aecg_table2", compare_to="aecg", command=CMD_TABLE2, claims=False
-    )
+    return _table_parts(df, ctx, name="AECG Table 2", reference="aecg_table2", compare_to="aecg", command=CMD_TABLE2)
 
 
 def _per_config_figures(df: pd.DataFrame, ctx: Context, stem: str, draw, title: str, caption: str) -> list[Part]:
     parts: list[Part] = []
     for config in configurations(df):
         sub = config_frame(df, config)
-        prefix = SMOKE_PREFIX if is_smoke(config) else ""
+        prefix = banner(preset_of(config))
         name = f"{stem}_{slug(config)}"
         png = draw(sub, ctx.figures_dir / name, f"{prefix}{title}")[0]
         parts.append(Figure(f"{prefix}{title} — {config['experiment']}, {config['assignment']}", png, caption))
@@ -207,14 +236,32 @@ def learning_curves(df: pd.DataFrame, ctx: Context) -> list[Part]:
     order=50,
 )
 def role_cost(df: pd.DataFrame, ctx: Context) -> list[Part]:
-    parts: list[Part] = _per_config_figures(
-        df,
-        ctx,
-        "role_cost",
-        lambda sub, stem, title: role_cost_bars(sub, stem, title=title),
-        "Tokens per sample by role",
-        "Hatched bars are memory-side roles (memory, judges, distiller, verifier); plain bars act on the task.",
-    )
-    cost = cost_table(df)
-    parts.append(Table("Usage and cost per cell (all configurations)", flat_columns(cost), index=False))
+    """Per configuration: tokens per sample by role (the figure and the same numbers as a table,
+    so its legend lists exactly the table's roles), then the usage and cost of every cell."""
+    parts: list[Part] = []
+    for config in configurations(df):
+        sub = config_frame(df, config)
+        prefix = banner(preset_of(config))
+        head = f"{config['experiment']}, {config['assignment']}"
+        png = role_cost_bars(
+            sub, ctx.figures_dir / f"role_cost_{slug(config)}", title=f"{prefix}Tokens per sample by role"
+        )[0]
+        parts.append(
+            Figure(
+                f"{prefix}Tokens per sample by role — {head}",
+                png,
+                "Hatched bars are memory-side roles (memory, judges, distiller, verifier); plain bars act on the task.",
+            )
+        )
+        parts.append(Table(f"{prefix}Tokens per evaluated sample by role — {head}", role_tokens(sub).round(1)))
+        parts.append(
+            Table(
+                f"{prefix}Usage and cost per cell — {head} ({preset_of(config)}: {config['preset']}; "
+                f"protocol {config['protocol']})",
+                compact_cost(cost_table(sub)),
+                index=False,
+                note="tokens: eval phase by side; construction = every phase before eval (build epochs, warm-up "
+                "tasks); $ = every phase. Per-role columns: the table above and the CSV files.",
+            )
+        )
     return parts

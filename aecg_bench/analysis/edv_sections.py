@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 
 from aecg_bench.analysis import edv
-from aecg_bench.analysis.facts import SMOKE_PREFIX, sweep_facts
-from aecg_bench.analysis.paper import MixedCellsError, is_smoke
+from aecg_bench.analysis.facts import facts_part
+from aecg_bench.analysis.load import PAPER_PRESET, preset_folders
+from aecg_bench.analysis.paper import MixedCellsError, banner, configurations, preset_of
 from aecg_bench.analysis.plots import edv_curve
-from aecg_bench.analysis.site import Context, Facts, Figure, Part, Table, Text, register_section
+from aecg_bench.analysis.site import Claim, Claims, Context, Figure, Part, Table, Text, register_section
 
 IDENTITY = ("assignment", "protocol", "preset")
 TABLE_NOTE = "mean ± std over seeds [hierarchical-bootstrap 95% CI], in %; † = incomplete cell; – = not run."
@@ -29,8 +30,8 @@ def command(name: str) -> str:
     return f"make reproduce-edv PRESET=paper ONLY={name}  (offline smoke: make reproduce-edv PRESET=smoke ONLY={name})"
 
 
-def folders(name: str) -> tuple[str, str]:
-    return (f"edv_{name}", f"edv_{name}-smoke")
+def folders(name: str) -> tuple[str, ...]:
+    return preset_folders(f"edv_{name}")
 
 
 def check_identity(df: pd.DataFrame, by: list[str]) -> None:
@@ -44,23 +45,66 @@ def check_identity(df: pd.DataFrame, by: list[str]) -> None:
             raise MixedCellsError(f"EDV cell {key} mixes configurations: {values}")
 
 
-def experiments(df: pd.DataFrame, by: list[str]) -> list[tuple[str, pd.DataFrame, bool]]:
-    """(experiment, its annotated samples, smoke?) per experiment folder, each checked by `check_identity`."""
+def experiments(df: pd.DataFrame, by: list[str]) -> list[tuple[str, pd.DataFrame, str]]:
+    """(experiment, its annotated samples, its preset label) per experiment folder, each checked by
+    `check_identity`."""
     out = []
     for experiment, sub in df.groupby("experiment", sort=True):
         sub = edv.annotate(sub.reset_index(drop=True))
         check_identity(sub, by)
-        smoke = any(is_smoke({"experiment": str(experiment), "preset": p}) for p in set(sub["preset"]))
-        out.append((str(experiment), sub, smoke))
+        labels = sorted({preset_of(c) for c in configurations(sub)})
+        out.append((str(experiment), sub, " | ".join(labels)))
     return out
 
 
-def _head(experiment: str, sub: pd.DataFrame, smoke: bool, name: str) -> list[Part]:
+def prefix_of(preset: str) -> str:
+    return "" if preset == PAPER_PRESET else banner(preset.split(" | ")[0])
+
+
+def _head(experiment: str, sub: pd.DataFrame, preset: str, name: str) -> list[Part]:
     parts: list[Part] = []
-    if smoke:
-        parts.append(Text(f"{SMOKE_PREFIX}{experiment} ({', '.join(sorted(set(sub['preset'])))})."))
-    parts.append(Facts(sweep_facts(sub, command(name))))
+    if preset != PAPER_PRESET:
+        parts.append(Text(f"{prefix_of(preset)}{experiment} ({', '.join(sorted(set(sub['preset'])))})."))
+    parts.append(facts_part(sub, command(name)))
     return parts
+
+
+def main_claims(tests: pd.DataFrame) -> list[Claim]:
+    """EDV's claim in Tables 1-3: EDV above the strongest single-backbone or ensemble baseline."""
+    if tests.empty:
+        return []
+    rows = tests[tests["target"] == "edv"]
+    return [
+        Claim.from_paired(
+            f"EDV above the strongest baseline ({edv.MAIN_ROWS.get(r['strongest_baseline'], r['strongest_baseline'])}) "
+            f"on {r['benchmark']}" + (f", {edv.TABLE2_NAMES.get(r['metric'], r['metric'])}" if "metric" in r else ""),
+            r.to_dict(),
+            +1,
+        )
+        for _, r in rows.iterrows()
+    ]
+
+
+def ablation_claims(tests: pd.DataFrame, names: dict[str, str], full: str) -> list[Claim]:
+    """Tables 4-5 and sec. 5.4: every variant below the full method (row − full < 0)."""
+    if tests.empty:
+        return []
+    return [
+        Claim.from_paired(
+            f"{names.get(r['row'], r['row'])} below {names.get(full, full)} on {r['benchmark']}", r.to_dict(), -1
+        )
+        for _, r in tests.iterrows()
+    ]
+
+
+def claims_part(claims: list[Claim], experiment: str, preset: str, title: str) -> list[Part]:
+    if not claims:
+        return []
+    return [
+        Claims(
+            f"{prefix_of(preset)}{title} — {experiment}: the paper's claims, paired", tuple(claims), preset, experiment
+        )
+    ]
 
 
 def readable_tests(tests: pd.DataFrame) -> pd.DataFrame:
@@ -75,9 +119,10 @@ def readable_tests(tests: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def table_parts(t: edv.EdvTable, experiment: str, smoke: bool, title: str) -> list[Part]:
-    """Ours, the paper's, the paired tests and the per-cell comparison (no 'ours − paper' for smoke runs)."""
-    prefix = SMOKE_PREFIX if smoke else ""
+def table_parts(t: edv.EdvTable, experiment: str, preset: str, title: str) -> list[Part]:
+    """Ours, the paper's, the paired tests and the per-cell comparison (no 'ours − paper' outside the paper preset)."""
+    smoke = preset != PAPER_PRESET
+    prefix = prefix_of(preset)
     comparison = t.comparison.drop(columns=["diff"], errors="ignore") if smoke else t.comparison
     return [
         Table(f"{prefix}{title} — {experiment}: ours", t.ours, note=TABLE_NOTE),
@@ -128,15 +173,23 @@ def main_tables(make: Callable[[pd.DataFrame, Context], edv.EdvTable], metrics: 
 
 
 def _table_section(
-    key: str, name: str, title: str, order: int, make: Callable[[pd.DataFrame, Context], edv.EdvTable]
+    key: str,
+    name: str,
+    title: str,
+    order: int,
+    make: Callable[[pd.DataFrame, Context], edv.EdvTable],
+    claims: Callable[[pd.DataFrame], list[Claim]],
 ) -> None:
-    """Register one paper table: `make` builds it from one experiment's annotated samples."""
+    """Register one paper table: `make` builds it from one experiment's annotated samples, `claims`
+    reads the paper's claims off its paired tests."""
 
     def build(df: pd.DataFrame, ctx: Context) -> list[Part]:
         parts: list[Part] = []
-        for experiment, sub, smoke in experiments(df, ["benchmark", "row"]):
-            parts += _head(experiment, sub, smoke, name)
-            parts += table_parts(make(sub, ctx), experiment, smoke, title)
+        for experiment, sub, preset in experiments(df, ["benchmark", "row"]):
+            parts += _head(experiment, sub, preset, name)
+            table = make(sub, ctx)
+            parts += table_parts(table, experiment, preset, title)
+            parts += claims_part(claims(table.tests), experiment, preset, title)
         return parts
 
     register_section(
@@ -156,6 +209,7 @@ _table_section(
     "EDV Table 1: Pass@1 on τ²-bench domains",
     110,
     main_tables(lambda d, c: edv.main_table(d, edv.reference("table1"), n_boot=c.n_boot)),
+    main_claims,
 )
 _table_section(
     "edv_table2",
@@ -163,6 +217,7 @@ _table_section(
     "EDV Table 2: Mind2Web (EA, AF1, SSR, SR)",
     120,
     main_tables(lambda d, c: edv.mind2web_table(d, edv.reference("table2"), n_boot=c.n_boot), edv.TABLE2_METRICS),
+    main_claims,
 )
 _table_section(
     "edv_table3",
@@ -170,6 +225,7 @@ _table_section(
     "EDV Table 3: MMTB",
     130,
     main_tables(lambda d, c: edv.mmtb_table(d, edv.reference("table3"), n_boot=c.n_boot)),
+    main_claims,
 )
 _table_section(
     "edv_table4",
@@ -177,6 +233,7 @@ _table_section(
     "EDV Table 4: progressive paradigm ablation",
     140,
     lambda d, c: edv.ablation_table(d, edv.reference("table4"), edv.TABLE4_ROWS, n_boot=c.n_boot),
+    lambda tests: ablation_claims(tests, edv.TABLE4_ROWS, "edv"),
 )
 _table_section(
     "edv_table5",
@@ -184,6 +241,7 @@ _table_section(
     "EDV Table 5: component ablation",
     150,
     lambda d, c: edv.ablation_table(d, edv.reference("table5"), edv.TABLE5_ROWS, n_boot=c.n_boot),
+    lambda tests: ablation_claims(tests, edv.TABLE5_ROWS, "edv"),
 )
 
 
@@ -198,15 +256,16 @@ _table_section(
 )
 def contamination(df: pd.DataFrame, ctx: Context) -> list[Part]:
     parts: list[Part] = []
-    for experiment, sub, smoke in experiments(df, ["benchmark", "row"]):
-        parts += _head(experiment, sub, smoke, "contamination")
+    for experiment, sub, preset in experiments(df, ["benchmark", "row"]):
+        parts += _head(experiment, sub, preset, "contamination")
         t = edv.ablation_table(
             sub, edv.contamination_reference(), edv.CONTAMINATION_ROWS, full="rb_b3", n_boot=ctx.n_boot
         )
-        parts += table_parts(t, experiment, smoke, "EDV §5.4")
+        parts += table_parts(t, experiment, preset, "EDV §5.4")
+        parts += claims_part(ablation_claims(t.tests, edv.CONTAMINATION_ROWS, "rb_b3"), experiment, preset, "EDV §5.4")
         parts.append(
             Table(
-                f"{SMOKE_PREFIX if smoke else ''}EDV §5.4 — {experiment}: injected share of stored and recalled items "
+                f"{prefix_of(preset)}EDV §5.4 — {experiment}: injected share of stored and recalled items "
                 "(paper: 10% of the memory volume)",
                 edv.contamination_recall(sub),
                 index=False,
@@ -229,9 +288,9 @@ def bank_retrieval(df: pd.DataFrame, ctx: Context) -> list[Part]:
     paper = edv.text_reference("5.5.2").pivot_table(
         index="variant", columns="quantity", values="value", aggfunc="first"
     )
-    for experiment, sub, smoke in experiments(df, ["benchmark", "row"]):
-        prefix = SMOKE_PREFIX if smoke else ""
-        parts += _head(experiment, sub, smoke, "table5")
+    for experiment, sub, preset in experiments(df, ["benchmark", "row"]):
+        prefix = prefix_of(preset)
+        parts += _head(experiment, sub, preset, "table5")
         per_seed = edv.bank_retrieval(sub)
         if per_seed.empty:
             parts.append(Text(f"{experiment}: no EDV run (the full method) to measure retrieval per bank in."))
@@ -263,11 +322,11 @@ def bank_retrieval(df: pd.DataFrame, ctx: Context) -> list[Part]:
 )
 def tokens(df: pd.DataFrame, ctx: Context) -> list[Part]:
     parts: list[Part] = []
-    for experiment, sub, smoke in experiments(df, ["benchmark", "row"]):
-        parts += _head(experiment, sub, smoke, "table1")
+    for experiment, sub, preset in experiments(df, ["benchmark", "row"]):
+        parts += _head(experiment, sub, preset, "table1")
         parts.append(
             Table(
-                f"{SMOKE_PREFIX if smoke else ''}EDV §5.6 — {experiment}: mean inference tokens per test task "
+                f"{prefix_of(preset)}EDV §5.6 — {experiment}: mean inference tokens per test task "
                 "(every role but the user simulator)",
                 edv.inference_tokens(sub),
                 index=False,
@@ -308,9 +367,9 @@ def _figure_section(name: str) -> None:
         parts: list[Part] = []
         ref = edv.reference("figures")
         ref = ref[ref["figure"] == name]
-        for experiment, sub, smoke in experiments(df, ["benchmark", "method", "row", x]):
-            prefix = SMOKE_PREFIX if smoke else ""
-            parts += _head(experiment, sub, smoke, name)
+        for experiment, sub, preset in experiments(df, ["benchmark", "method", "row", x]):
+            prefix = prefix_of(preset)
+            parts += _head(experiment, sub, preset, name)
             data = edv.curve(sub, x, n_boot=ctx.n_boot)
             points = ref[ref["x"].notna()].astype({"x": float})
             png = edv_curve(

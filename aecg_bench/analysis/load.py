@@ -7,7 +7,8 @@ every row so tables can mark the cells they feed.
 
 Every row carries what makes its result different from another's: the labels, and three
 columns derived from the header rather than from a label a user typed:
-`assignment` (which model serves which role), `protocol` and `preset` (sample limit, step cap).
+`assignment` (which model serves which role), `protocol` and `preset` (sample limit, step cap),
+and `preset_label`: which preset the run belongs to (smoke, rehearsal, paper, ...; `preset_label`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,35 @@ from typing import Any
 
 import pandas as pd
 
-from aecg_bench.results_format import read_runs
+from aecg_bench.results_format import SIZE_KEYS, read_runs, size_label
 
 ID_COLUMNS = ["experiment", "benchmark", "framework", "memory", "model", "seed"]
 # What besides framework x benchmark x memory makes two results different.
-CONFIG_COLUMNS = ["experiment", "assignment", "protocol", "preset"]
-SIZE_KEYS = ("limit", "max_steps")
+CONFIG_COLUMNS = ["experiment", "assignment", "protocol", "preset", "preset_label"]
+PAPER_PRESET = "paper"
+# Preset names a results folder can carry as a suffix (aecg_table1-smoke, aecg_table1-rehearsal).
+NAMED_PRESETS = ("smoke", "rehearsal")
+
+
+def preset_folders(experiment: str) -> tuple[str, ...]:
+    """The results folders one experiment can fill: the paper preset's and one per named preset."""
+    return (experiment, *(f"{experiment}-{name}" for name in NAMED_PRESETS))
+
+
+def preset_label(header: dict[str, Any], sizes: str) -> str:
+    """Which preset a run belongs to: the name its header records (`preset`, or `labels.preset`),
+    else a preset name in its experiment's name (`-smoke`, `-rehearsal`), else `smoke` when its
+    sizes are cut (`limit`/`max_steps`) and `paper` when they are not. Any name passes through, so
+    a new preset needs no change here."""
+    labels = header.get("labels") or {}
+    for explicit in (header.get("preset"), labels.get("preset")):
+        if isinstance(explicit, str) and explicit:
+            return explicit
+    experiment = str(labels.get("experiment", ""))
+    named = [n for n in NAMED_PRESETS if n in experiment]
+    if named:
+        return named[0]
+    return "smoke" if sizes != "full" else PAPER_PRESET
 
 
 def load(root: str | Path, *, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
@@ -67,8 +91,9 @@ def assignment_label(models: dict[str, dict[str, Any]], roles: dict[str, str]) -
 def run_config(header: dict[str, Any]) -> dict[str, str]:
     """The configuration columns of one run, from its header."""
     protocol = dict(header.get("protocol") or {})
-    sizes = {k: protocol.pop(k, None) for k in SIZE_KEYS}
-    preset = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None) or "full"
+    preset = size_label(protocol)
+    for key in SIZE_KEYS:
+        protocol.pop(key, None)
     models = header.get("models") or {}
     roles = header.get("roles") or {}
     assignment = assignment_label(models, roles) if models else str(header["labels"]["model"])
@@ -76,6 +101,7 @@ def run_config(header: dict[str, Any]) -> dict[str, str]:
         "assignment": assignment,
         "protocol": ", ".join(f"{k}={protocol[k]}" for k in sorted(protocol)),
         "preset": preset,
+        "preset_label": preset_label(header, preset),
     }
 
 

@@ -8,19 +8,20 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from aecg_bench.analysis.facts import SMOKE_PREFIX, sweep_facts
-from aecg_bench.analysis.load import load
+from aecg_bench.analysis.facts import facts_part
+from aecg_bench.analysis.load import load, preset_folders
 from aecg_bench.analysis.mechanisms import (
     FIGURE3,
     FIGURE4,
+    FULL_VARIANT,
     bar_figure,
     read_measures,
     readable,
     summarise,
     table3_frame,
 )
-from aecg_bench.analysis.paper import load_reference
-from aecg_bench.analysis.site import Context, Facts, Figure, Part, Table, Text, register_section
+from aecg_bench.analysis.paper import banner, load_reference, preset_of
+from aecg_bench.analysis.site import Claim, Claims, Context, Facts, Figure, Part, Table, Text, register_section
 
 CMD = "make reproduce-mechanisms PRESET=paper  (offline smoke: make reproduce-mechanisms PRESET=smoke)"
 NOTE = (
@@ -29,17 +30,44 @@ NOTE = (
 )
 
 
-def _folders(test: str) -> tuple[str, str]:
-    return (f"aecg_{test}", f"aecg_{test}-smoke")
+def _folders(test: str) -> tuple[str, ...]:
+    return preset_folders(f"aecg_{test}")
 
 
-def _facts(ctx: Context, folder: str, measures: pd.DataFrame) -> Facts:
+def _facts(ctx: Context, folder: str, measures: pd.DataFrame, preset: str) -> Facts:
     """The variant runs' facts (config, samples, cost) when their records are in the folder."""
-    samples = load(ctx.results_root / folder)
-    items = sweep_facts(samples, CMD) if not samples.empty else {"experiment": folder, "command": CMD}
     seeds = ", ".join(str(s) for s in sorted(set(measures["seed"])))
     variants = ", ".join(dict.fromkeys(measures["variant"]))
-    return Facts({"measured seeds": seeds, "variants": variants, **items})
+    head = {"measured seeds": seeds, "variants": variants}
+    samples = load(ctx.results_root / folder)
+    if samples.empty:
+        return Facts({**head, "experiment": folder, "preset": preset, "command": CMD}, preset=preset)
+    part = facts_part(samples, CMD)
+    return Facts({**head, **part.items}, part.numbers, part.preset)
+
+
+def mechanism_claims(summary: pd.DataFrame, test: str) -> list[Claim]:
+    """Each variant against full AECG's, in the direction the paper's two values point (a quantity
+    the paper gives for both); paired by seed."""
+    full = FULL_VARIANT.get(test)
+    d = summary[summary["test"] == test]
+    paper = d.set_index(["quantity", "variant"])["paper"]
+    claims = []
+    for _, r in d.iterrows():
+        base = paper.get((r["quantity"], full), float("nan"))
+        if r["variant"] == full or r["paper"] != r["paper"] or base != base or r["paper"] == base:
+            continue
+        sign = 1 if r["paper"] > base else -1
+        res = {
+            "n": int(r["seeds"]),
+            "mean_diff": r["diff_vs_full"],
+            "ci_low": r["diff_ci_low"],
+            "ci_high": r["diff_ci_high"],
+            "p_value": r["p_value"],
+        }
+        statement = f"{r['quantity']}: {r['variant']} {'above' if sign > 0 else 'below'} {full}"
+        claims.append(Claim.from_paired(statement, res, sign, f"{r['paper'] - base:+.2f}"))
+    return claims
 
 
 def _parts(
@@ -53,13 +81,27 @@ def _parts(
     """Per results folder (the paper preset and the smoke one never pooled): facts, the tables, the figure."""
     parts: list[Part] = []
     for folder, group in measures.groupby("folder", sort=True):
-        smoke = str(folder).endswith("-smoke")
-        prefix = SMOKE_PREFIX if smoke else ""
+        preset = preset_of({"experiment": str(folder)})
+        smoke = preset != "paper"
+        prefix = banner(preset)
         summary = summarise(group, n_boot=ctx.n_boot)
-        if smoke:
+        if preset == "smoke":
             parts.append(Text(f"{prefix}{folder} ran in the scripted mock world; it shows each mechanism's direction."))
-        parts.append(_facts(ctx, str(folder), group))
+        elif smoke:
+            parts.append(Text(f"{prefix}{folder}."))
+        parts.append(_facts(ctx, str(folder), group, preset))
         parts += draw(summary, f"{prefix}{name} — {folder}", str(folder))
+        claims = mechanism_claims(summary, test)
+        if claims:
+            parts.append(
+                Claims(
+                    f"{prefix}{name} — {folder}: each variant against full AECG in the paper's direction "
+                    "(paper = its difference)",
+                    tuple(claims),
+                    preset,
+                    str(folder),
+                )
+            )
         parts.append(
             Table(
                 f"{prefix}{name} — {folder}: every quantity and variant",

@@ -19,6 +19,17 @@ from aecg_bench.analysis.tables import write_table
 from aecg_bench.results_format import find_runs
 
 FIGURE3 = ("uses_to_review", "polluted_failed_uses", "post_corruption_success_pct")
+# Each quantity's y axis (aecg_bench/mechanisms/metrics.py defines them).
+UNITS = {
+    "uses_to_review": "uses of a corrupted skill before its first review",
+    "polluted_failed_uses": "uses in failed tasks (count)",
+    "post_corruption_success_pct": "success after corruption (%)",
+    "exposure_covered_first_two_reviews_pct": "predicted exposure covered (%)",
+    "failed_task_exposure": "summed reach in failed tasks",
+    "cross_scope_use_pct": "cross-scope uses (%)",
+    "success": "success (%)",
+    "exposure": "mean downstream reach per use",
+}
 FIGURE4 = ("exposure_covered_first_two_reviews_pct", "failed_task_exposure")
 # The full-AECG variant of each test, which every other variant is paired against (same seed, same
 # corrupted snapshot): conf/experiment/aecg_rq*.yaml list it first.
@@ -158,8 +169,9 @@ def readable(summary: pd.DataFrame, test: str, *, smoke: bool) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def table3(summary: pd.DataFrame, out_dir: Path, caption: str) -> dict[str, Path]:
-    return write_table(table3_frame(summary), out_dir, "table3", caption=caption)
+def table3(summary: pd.DataFrame, out_dir: Path, caption: str, *, preset: str = "paper") -> dict[str, Path]:
+    numbers = summary[summary["test"] == "rq2_scope"].assign(preset_label=preset)
+    return write_table(table3_frame(summary), out_dir, "table3", caption=caption, data=numbers)
 
 
 def bar_figure(summary: pd.DataFrame, test: str, quantities: tuple[str, ...], out_stem: Path, title: str) -> list[Path]:
@@ -175,16 +187,25 @@ def bar_figure(summary: pd.DataFrame, test: str, quantities: tuple[str, ...], ou
         ax.scatter(x, d["paper"], marker="D", color="black", zorder=3, label="paper")
         ax.set_xticks(x, d["variant"], rotation=20)
         ax.set_title(q.replace("_", " "), fontsize=9)
+        ax.set_ylabel(_wrap(UNITS.get(q, q.replace("_", " ")), 30), fontsize=8)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(_wrap(title, 100), fontsize=10)
-    return _save(fig, out_stem)
+    return _save(fig, out_stem, series=["ours", "paper"])
 
 
-def render(dirs: list[Path], out_dir: Path, note: str = "") -> pd.DataFrame:
+def render(dirs: list[Path], out_dir: Path, note: str = "", *, preset: str = "paper") -> pd.DataFrame:
+    """Table 3, Figures 3-4 and `mechanisms_summary.csv` (numbers, marked with the preset; no
+    ours − paper column outside the paper preset)."""
     summary = summarise(load_measures(dirs))
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(out_dir / "mechanisms_summary.csv", index=False)
-    table3(summary, out_dir, f"AECG Table 3: hard vs flat scope (mean ± std [95% CI over seeds] (paper)). {note}")
+    numbers = summary if preset == "paper" else summary.drop(columns=["diff"])
+    numbers.assign(preset_label=preset).to_csv(out_dir / "mechanisms_summary.csv", index=False)
+    table3(
+        numbers,
+        out_dir,
+        f"AECG Table 3: hard vs flat scope (mean ± std [95% CI over seeds] (paper)). {note}",
+        preset=preset,
+    )
     bar_figure(summary, "rq3_drift", FIGURE3, out_dir / "figure3", f"AECG Figure 3: corrupted skills. {note}")
     bar_figure(summary, "rq4_triage", FIGURE4, out_dir / "figure4", f"AECG Figure 4: budgeted triage. {note}")
-    return summary
+    return numbers

@@ -11,12 +11,14 @@ against its reference method (the strongest baseline, or full AECG for ablations
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from aecg_bench.analysis.load import CONFIG_COLUMNS
+from aecg_bench.analysis.load import CONFIG_COLUMNS, PAPER_PRESET, preset_label
 from aecg_bench.analysis.stats import NAN, paired_stats, prepare_outcomes, summarize
 from aecg_bench.analysis.tables import cell_text
 
@@ -124,6 +126,12 @@ def load_reference(name: str, reference_dir: Path = REFERENCE_DIR) -> pd.DataFra
     return pd.read_csv(path)
 
 
+def load_margins(name: str, reference_dir: Path = REFERENCE_DIR) -> pd.DataFrame | None:
+    """The claims a paper table makes (`<name>_margins.csv`), or None when the paper states none for it."""
+    path = reference_dir / f"{name}_margins.csv"
+    return pd.read_csv(path) if path.exists() else None
+
+
 class MixedCellsError(ValueError):
     """Results of different configurations would land in one table."""
 
@@ -134,14 +142,18 @@ class PaperTable:
     comparison: pd.DataFrame  # one row per cell: ours with CI, paired test vs reference method, paper
     summary: pd.DataFrame  # the raw aggregates (mean, std, CI, counts, cost, tokens)
     config: dict[str, str]  # experiment, model assignment, protocol, preset of every cell
-    smoke: bool  # a smoke-size run: not comparable to the paper
+    smoke: bool  # not the paper preset (smoke, rehearsal, ...): not comparable to the paper
+
+    @property
+    def preset(self) -> str:
+        return preset_of(self.config)
 
     @property
     def caption_prefix(self) -> str:
         if not self.smoke:
             return ""
         return (
-            f"SMOKE RUN ({self.config.get('preset', '')}; {self.config.get('assignment', '')}): "
+            f"{self.preset.upper()} RUN ({self.config.get('preset', '')}; {self.config.get('assignment', '')}): "
             "shows the pipeline works, NOT comparable to the paper. "
         )
 
@@ -154,8 +166,22 @@ def configurations(df: pd.DataFrame) -> list[dict[str, str]]:
     return [dict(zip(cols, map(str, k), strict=True)) for k in df[cols].drop_duplicates().itertuples(index=False)]
 
 
+def preset_of(config: dict[str, str]) -> str:
+    """The preset label of a configuration (load's `preset_label`; derived as load derives it when absent)."""
+    if config.get("preset_label"):
+        return config["preset_label"]
+    header = {"labels": {"experiment": config.get("experiment", "")}}
+    return preset_label(header, config.get("preset", "full"))
+
+
 def is_smoke(config: dict[str, str]) -> bool:
-    return config.get("preset", "full") != "full" or "smoke" in config.get("experiment", "")
+    """Not the paper preset (smoke, rehearsal, ...): not comparable to the paper's numbers."""
+    return preset_of(config) != PAPER_PRESET
+
+
+def banner(preset: str) -> str:
+    """The caption prefix of anything a non-paper preset made ('' for the paper preset)."""
+    return "" if preset == PAPER_PRESET else f"{preset.upper()} RUN, not comparable to the paper: "
 
 
 def build_tables(
@@ -257,12 +283,7 @@ def _comparison(
         "flag",
     ]
     out = summary[cols].copy()
-    # outcomes per setting as (seed, sample) x memory, so a pair is the same sample of the same seed
-    outcomes = prepare_outcomes(df, "success", "failure", "eval")
-    paired = {
-        key: part.pivot_table(index=["seed", "sample_id"], columns="memory", values="_y", aggfunc="first")
-        for key, part in outcomes.groupby(["framework", "benchmark"])
-    }
+    paired = paired_outcomes(df)
     vs, diff, lo, hi, p, n = [], [], [], [], [], []
     for _, row in out.iterrows():
         cell = summary[(summary["framework"] == row["framework"]) & (summary["benchmark"] == row["benchmark"])]
@@ -304,15 +325,96 @@ def _framework_avgs(summary: pd.DataFrame) -> pd.DataFrame:
     return g.rename(columns={"mean": "avg"})[["framework", "memory", "avg"]]
 
 
-def aecg_claims(summary: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
+# A claim's verdict: the paired difference in the claimed direction decides it only when both its
+# bootstrap 95% CI excludes zero and the sign-flip p is below ALPHA; ties, all-zero cells and
+# differences the data cannot tell from noise are "undecided" (docs/infra/report.md).
+HOLDS, UNDECIDED, FAILS, NOT_RUN = "holds", "undecided", "fails", "not run"
+ALPHA = 0.05
+
+
+def verdict(res: dict[str, float]) -> str:
+    """holds / fails when the paired difference (claimed direction: positive) is decided, else undecided."""
+    if not res.get("n"):
+        return NOT_RUN
+    p, lo, hi = res["p_value"], res["ci_low"], res["ci_high"]
+    if p == p and p < ALPHA and lo > 0:
+        return HOLDS
+    if p == p and p < ALPHA and hi < 0:
+        return FAILS
+    return UNDECIDED
+
+
+def directed(res: dict[str, float], sign: int) -> dict[str, float]:
+    """A paired result turned so that the claimed direction is positive (`sign` -1: the claim says a < b)."""
+    if sign not in (1, -1):
+        raise ValueError(f"a claim's direction is 1 or -1, not {sign!r}")
+    if sign == 1:
+        return dict(res)
+    return {
+        **res,
+        "mean_diff": -res["mean_diff"],
+        "ci_low": -res["ci_high"],
+        "ci_high": -res["ci_low"],
+    }
+
+
+def count_verdict(held: int, undecided: int, total: int, paper_k: float, paper_n: float) -> str:
+    """A claim 'true in k of N settings': it holds when the settings it decidedly holds in reach the
+    paper's share of ours, fails when even every undecided one resolved in its favour could not."""
+    if total == 0:
+        return NOT_RUN
+    share = paper_k / paper_n if paper_n == paper_n and paper_k == paper_k and paper_n else 1.0
+    needed = math.ceil(share * total - 1e-9)
+    if held >= needed:
+        return HOLDS
+    return FAILS if held + undecided < needed else UNDECIDED
+
+
+def paired_outcomes(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+    """Per (framework, benchmark): eval outcomes as (seed, sample) x memory, so a pair is the same
+    sample of the same seed (infra errors count as failures)."""
+    outcomes = prepare_outcomes(df, "success", "failure", "eval")
+    return {
+        key: part.pivot_table(index=["seed", "sample_id"], columns="memory", values="_y", aggfunc="first")
+        for key, part in outcomes.groupby(["framework", "benchmark"])
+    }
+
+
+def _pair(paired: dict[tuple[str, str], pd.DataFrame], fw: str, bench: str, a: str, b: str) -> np.ndarray:
+    """a - b in points over the samples both ran in one setting."""
+    table = paired.get((fw, bench))
+    if table is None or a not in table or b not in table:
+        return np.array([])
+    return (table[a] - table[b]).dropna().to_numpy(dtype=float) * 100
+
+
+def _averaged(parts: list[np.ndarray]) -> np.ndarray:
+    """Per-benchmark paired differences reweighted so their plain mean is the mean over benchmarks
+    of each benchmark's mean difference (a framework-average margin); empty if a part is."""
+    if not parts or any(len(p) == 0 for p in parts):
+        return np.array([])
+    total = sum(len(p) for p in parts)
+    return np.concatenate([p * total / (len(p) * len(parts)) for p in parts])
+
+
+def aecg_claims(
+    summary: pd.DataFrame, margins: pd.DataFrame, samples: pd.DataFrame, *, n_boot: int = 2000
+) -> pd.DataFrame:
     """AECG §4.2's claims computed from our cells, beside the paper's (aecg_table1_margins.csv):
     best in k of N settings, first in average for every framework, the largest per-setting margin
     over the strongest baseline, the framework-average margins over the strongest baseline and
-    over No-Memory, and the MacNet-PDDL exception (ConMem minus AECG)."""
+    over No-Memory, and the MacNet-PDDL exception (ConMem minus AECG).
+
+    Every claim carries the paired difference behind it (same seed and sample; framework
+    averages weight each benchmark equally) with its bootstrap 95% CI, sign-flip p and a verdict
+    (`verdict`): a setting where AECG ties the best method, or every cell is 0, is undecided, never
+    a win. Count claims give the settings decided in AECG's favour (`ours`), the range they could
+    reach once the undecided ones are settled (`ci_low`..`ci_high`) and `count_verdict`."""
     paper = {(r.framework, r.quantity): (r.value, r.source) for r in margins.itertuples()} if not margins.empty else {}
+    paired = paired_outcomes(samples)
     rows: list[dict[str, object]] = []
 
-    def add(framework: str, quantity: str, claim: str, ours: float) -> None:
+    def add(framework: str, quantity: str, claim: str, ours: float, res: dict[str, float], verdict_: str) -> None:
         value, source = paper.get((framework, quantity), (NAN, ""))
         rows.append(
             {
@@ -320,81 +422,205 @@ def aecg_claims(summary: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
                 "quantity": quantity,
                 "claim": claim,
                 "ours": ours,
+                "ci_low": res.get("ci_low", NAN),
+                "ci_high": res.get("ci_high", NAN),
+                "p_value": res.get("p_value", NAN),
+                "n_pairs": res.get("n", 0),
+                "verdict": verdict_,
                 "paper": value,
                 "source": source,
             }
         )
 
-    settings, best, margin = 0, 0, []
-    for _, cell in summary.groupby(["framework", "benchmark"]):
+    def setting(fw: str, bench: str) -> str:
+        return f"{FRAMEWORKS.get(fw, fw)}/{BENCHMARKS.get(bench, bench)}"
+
+    best: dict[str, list[str]] = {HOLDS: [], UNDECIDED: [], FAILS: [], NOT_RUN: []}
+    margin: list[tuple[float, str, str]] = []
+    for (fw, bench), cell in summary.groupby(["framework", "benchmark"]):
         if PROPOSED not in set(cell["memory"]):
             continue
-        settings += 1
-        top = cell["mean"].max()
         aecg = float(cell.loc[cell["memory"] == PROPOSED, "mean"].iloc[0])
-        best += int(aecg >= top)
+        others = cell[cell["memory"] != PROPOSED].sort_values(["mean", "memory"], ascending=[False, True])
+        if others.empty:
+            best[NOT_RUN].append(setting(fw, bench))
+        else:
+            res = paired_stats(_pair(paired, fw, bench, PROPOSED, str(others.iloc[0]["memory"])), n_boot=n_boot)
+            best[verdict(res)].append(setting(fw, bench))
         competitors = cell[cell["memory"].map(is_baseline)]
         if not competitors.empty:
-            margin.append(aecg - competitors["mean"].max())
-    add("all", "settings", "framework-benchmark settings with AECG", float(settings))
-    add("all", "aecg_best_settings", "settings where AECG has the best score", float(best))
+            margin.append((aecg - competitors["mean"].max(), fw, bench))
+    n_settings = sum(len(v) for v in best.values())
+    add("all", "settings", "framework-benchmark settings with AECG", float(n_settings), {}, "")
+    held, open_ = len(best[HOLDS]), len(best[UNDECIDED]) + len(best[NOT_RUN])
+    paper_k, paper_n = paper.get(("all", "aecg_best_settings"), (NAN, ""))[0], paper.get(("all", "settings"), (NAN,))[0]
+    detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in best.items() if v and k != HOLDS)
     add(
         "all",
-        "aecg_max_margin_over_best_baseline",
-        "largest per-setting margin over the strongest baseline",
-        max(margin) if margin else NAN,
+        "aecg_best_settings",
+        "settings where AECG is best, decided by a paired test against the next method"
+        + (f" ({detail})" if detail else ""),
+        float(held),
+        {"ci_low": float(held), "ci_high": float(held + open_)},
+        count_verdict(held, open_, n_settings, paper_k, paper_n),
     )
+    if margin:
+        value, fw, bench = max(margin)
+        cell = summary[(summary["framework"] == fw) & (summary["benchmark"] == bench)]
+        ref = reference_method(cell, STRONGEST_BASELINE) or ""
+        res = paired_stats(_pair(paired, fw, bench, PROPOSED, ref), n_boot=n_boot)
+        add(
+            "all",
+            "aecg_max_margin_over_best_baseline",
+            f"largest per-setting margin over the strongest baseline ({setting(fw, bench)})",
+            value,
+            res,
+            verdict(res),
+        )
+    else:
+        add("all", "aecg_max_margin_over_best_baseline", "largest per-setting margin", NAN, {}, NOT_RUN)
     avgs = _framework_avgs(summary)
-    first = 0
-    for fw in _ordered(summary["framework"], FRAMEWORKS):
+    first: dict[str, int] = {HOLDS: 0, UNDECIDED: 0, FAILS: 0, NOT_RUN: 0}
+    frameworks = _ordered(summary["framework"], FRAMEWORKS)
+    for fw in frameworks:
         a = avgs[avgs["framework"] == fw].set_index("memory")["avg"]
         if PROPOSED not in a.index:
             continue
-        first += int(a[PROPOSED] >= a.max())
-        competitors = a[[m for m in a.index if is_baseline(m)]]
+        benches = sorted(set(summary.loc[summary["framework"] == fw, "benchmark"]))
+
+        def versus(other: str, fw: str = fw, benches: list[str] = benches) -> dict[str, float]:
+            return paired_stats(_averaged([_pair(paired, fw, b, PROPOSED, other) for b in benches]), n_boot=n_boot)
+
+        others = a.drop(PROPOSED).sort_values(ascending=False)
+        first[verdict(versus(str(others.index[0]))) if len(others) else NOT_RUN] += 1
+        competitors = a[[m for m in a.index if is_baseline(m)]].sort_values(ascending=False)
+        res = versus(str(competitors.index[0])) if len(competitors) else {}
         add(
             fw,
             "aecg_minus_best_baseline_avg",
             "average: AECG minus the strongest memory method",
-            a[PROPOSED] - competitors.max() if len(competitors) else NAN,
+            a[PROPOSED] - competitors.iloc[0] if len(competitors) else NAN,
+            res,
+            verdict(res) if res else NOT_RUN,
         )
+        res = versus(NO_MEMORY) if NO_MEMORY in a.index else {}
         add(
             fw,
             "aecg_minus_no_memory_avg",
             "average: AECG minus No-Memory",
             a[PROPOSED] - a[NO_MEMORY] if NO_MEMORY in a.index else NAN,
+            res,
+            verdict(res) if res else NOT_RUN,
         )
-    add("all", "aecg_first_in_avg_frameworks", "frameworks where AECG ranks first in average", float(first))
+    add(
+        "all",
+        "aecg_first_in_avg_frameworks",
+        "frameworks where AECG ranks first in average, decided by a paired test against the next method",
+        float(first[HOLDS]),
+        {"ci_low": float(first[HOLDS]), "ci_high": float(first[HOLDS] + first[UNDECIDED] + first[NOT_RUN])},
+        # the paper: first "for all three frameworks", so every framework we ran must hold
+        count_verdict(first[HOLDS], first[UNDECIDED] + first[NOT_RUN], sum(first.values()), 1.0, 1.0),
+    )
     cells = summary.set_index(KEYS)["mean"]
     exc = ("macnet", "pddl")
     ours = cells.get((*exc, "conmem"), NAN) - cells.get((*exc, PROPOSED), NAN)
-    add("macnet", "pddl_conmem_minus_aecg", "MacNet-PDDL: ConMem minus AECG (the paper's sole exception)", ours)
+    res = paired_stats(_pair(paired, *exc, "conmem", PROPOSED), n_boot=n_boot)
+    add(
+        "macnet",
+        "pddl_conmem_minus_aecg",
+        "MacNet-PDDL: ConMem minus AECG (the paper's sole exception)",
+        ours,
+        res,
+        verdict(res),
+    )
     out = pd.DataFrame(rows)
     out["ours_minus_paper"] = out["ours"] - out["paper"]
     return out
 
 
+EVAL_PHASE = "eval"
+
+
 def cost_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per cell (and configuration, when the frame has them): samples, calls, agent-side and
-    memory-side tokens, dollars; then the agent-side tokens split by role (`tokens_<role>`:
-    planner, executor, critic, router, ...)."""
-    data = df[df["phase"] == "eval"].copy()
+    """Per cell (and configuration, when the frame has them): evaluated samples, calls, the eval
+    phase's agent-side and memory-side tokens, memory construction's tokens (every phase before
+    eval: EDV's build epochs, warm-up tasks) and dollars over every phase (`cost`, of which
+    `construction_cost`) and calls over every phase; then the eval phase's agent-side tokens split
+    by role (`tokens_<role>`: planner, executor, critic, router, ...)."""
+    data = df.copy()
     keys = [*[c for c in CONFIG_COLUMNS if c in data.columns], *KEYS]
-    data["agent_tokens"] = _role_sum(data, "tokens_", AGENT_ROLES)
+    evals = data["phase"] == EVAL_PHASE
+    data["_eval"] = evals.astype(int)
+    data["agent_tokens"] = _role_sum(data, "tokens_", AGENT_ROLES).where(evals, 0.0)
     data["memory_side_tokens"] = (
-        _role_sum(data, "tokens_", None) - data["agent_tokens"] - _role_sum(data, "tokens_", ENVIRONMENT_ROLES)
-    )
+        _role_sum(data, "tokens_", None) - _role_sum(data, "tokens_", (*AGENT_ROLES, *ENVIRONMENT_ROLES))
+    ).where(evals, 0.0)
+    data["construction_tokens"] = (data["input_tokens"].fillna(0) + data["output_tokens"].fillna(0)).where(~evals, 0)
+    data["construction_cost"] = data["cost"].fillna(0).where(~evals, 0.0)
     by_role = {c: (c, "sum") for c in data.columns if c.startswith("tokens_") and c[len("tokens_") :] in AGENT_ROLES}
-    data[list(by_role)] = data[list(by_role)].fillna(0)
+    for col in by_role:
+        data[col] = data[col].fillna(0).where(evals, 0)
     out = data.groupby(keys, sort=True).agg(
-        samples=("sample_id", "count"),
+        samples=("_eval", "sum"),
         calls=("calls", "sum"),
         agent_tokens=("agent_tokens", "sum"),
         memory_side_tokens=("memory_side_tokens", "sum"),
+        construction_tokens=("construction_tokens", "sum"),
         cost=("cost", "sum"),
+        construction_cost=("construction_cost", "sum"),
         **by_role,
     )
     return out.reset_index()
+
+
+def compact_cost(cost: pd.DataFrame) -> pd.DataFrame:
+    """`cost_table` for a page: one row per cell with readable names and whole numbers; the
+    configuration is said once beside the table and the per-role split is `role_tokens`."""
+    return pd.DataFrame(
+        {
+            "Framework": [FRAMEWORKS.get(v, v) for v in cost["framework"]],
+            "Benchmark": [BENCHMARKS.get(v, v) for v in cost["benchmark"]],
+            "Method": [MEMORIES.get(v, v) for v in cost["memory"]],
+            "samples": cost["samples"].astype(int),
+            "calls": cost["calls"].astype(int),
+            "agent tokens": [f"{int(v):,}" for v in cost["agent_tokens"]],
+            "memory-side tokens": [f"{int(v):,}" for v in cost["memory_side_tokens"]],
+            "construction tokens": [f"{int(v):,}" for v in cost["construction_tokens"]],
+            "$": [f"{v:.4f}" for v in cost["cost"]],
+        }
+    )
+
+
+def role_tokens(df: pd.DataFrame) -> pd.DataFrame:
+    """Tokens per evaluated sample by role and memory method (the eval phase; mean over every cell a
+    method ran), only roles that spent tokens; agent-side roles first. Rows are display names."""
+    data = df[df["phase"] == EVAL_PHASE]
+    roles = [c[len("tokens_") :] for c in data.columns if c.startswith("tokens_")]
+    totals = {r: float(data[f"tokens_{r}"].fillna(0).sum()) for r in roles}
+    roles = sorted(r for r in roles if totals[r] > 0)
+    roles = [r for r in roles if r in AGENT_ROLES] + [r for r in roles if r not in AGENT_ROLES]
+    memories = _ordered(data["memory"], MEMORIES)
+    per = data.groupby("memory")[[f"tokens_{r}" for r in roles]].apply(lambda g: g.fillna(0).mean())
+    per = per.reindex(memories)
+    per.columns = roles
+    per.index = [MEMORIES.get(m, m) for m in memories]
+    return per
+
+
+def role_side(role: str) -> str:
+    return "agent" if role in AGENT_ROLES else ("environment" if role in ENVIRONMENT_ROLES else "memory-side")
+
+
+def cost_line(cost: pd.DataFrame) -> str:
+    """One line for a reader: dollars over every phase, then tokens by side and memory construction's share."""
+    agent, memory = int(cost["agent_tokens"].sum()), int(cost["memory_side_tokens"].sum())
+    build = int(cost["construction_tokens"].sum())
+    total = agent + memory + build
+    share = f" ({100 * build / total:.0f}% of all tokens)" if total and build else ""
+    return (
+        f"${cost['cost'].sum():.4f} (memory construction ${cost['construction_cost'].sum():.4f}); "
+        f"agent tokens {agent:,}; memory-side tokens {memory:,}; memory construction tokens {build:,}{share}"
+    )
 
 
 def estimate_paper_cost(
@@ -495,20 +721,33 @@ def readable_cells(table: PaperTable) -> pd.DataFrame:
 COUNT_CLAIMS = ("settings", "aecg_best_settings", "aecg_first_in_avg_frameworks")
 
 
+def claim_interval(quantity: str, lo: float, hi: float) -> str:
+    """A margin's bootstrap 95% CI in points, or a count claim's range (decided .. possible)."""
+    if lo != lo:
+        return ""
+    if quantity in COUNT_CLAIMS:
+        return f"{lo:.0f}..{hi:.0f} (decided..possible)"
+    return f"[{lo:+.2f}, {hi:+.2f}]"
+
+
 def readable_claims(claims: pd.DataFrame, *, smoke: bool) -> pd.DataFrame:
+    """The claims for a reader: ours, the CI (a count's decided..possible range), p, the verdict, the paper's."""
+    digits = [0 if q in COUNT_CLAIMS else 2 for q in claims["quantity"]]
     out = pd.DataFrame(
         {
             "Framework": [FRAMEWORKS.get(v, v) for v in claims["framework"]],
             "Claim": claims["claim"],
-            "ours": [
-                _num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["ours"], claims["quantity"], strict=True)
+            "ours": [_num(v, d) for v, d in zip(claims["ours"], digits, strict=True)],
+            "95% CI / range": [
+                claim_interval(q, lo, hi)
+                for q, lo, hi in zip(claims["quantity"], claims["ci_low"], claims["ci_high"], strict=True)
             ],
-            "paper": [
-                _num(v, 0 if q in COUNT_CLAIMS else 2) for v, q in zip(claims["paper"], claims["quantity"], strict=True)
-            ],
+            "p": ["" if p != p else _num(p, 3) for p in claims["p_value"]],
+            "verdict": claims["verdict"],
+            "paper": [_num(v, d) for v, d in zip(claims["paper"], digits, strict=True)],
             "source": claims["source"].fillna(""),
         }
     )
     if not smoke:
-        out.insert(4, "ours − paper", [_num(v, signed=True) for v in claims["ours_minus_paper"]])
+        out.insert(7, "ours − paper", [_num(v, signed=True) for v in claims["ours_minus_paper"]])
     return out

@@ -5,6 +5,7 @@ report should render fast."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aecg_bench.analysis.paper import AGENT_ROLES, BENCHMARKS, FRAMEWORKS, MEMORIES, _ordered
+from aecg_bench.analysis.paper import (
+    AGENT_ROLES,
+    BENCHMARKS,
+    FRAMEWORKS,
+    MEMORIES,
+    _ordered,
+    role_side,
+    role_tokens,
+)
 
 STYLE = ["seaborn-v0_8-whitegrid", "tableau-colorblind10"]
 
@@ -33,12 +42,63 @@ def _wrap(title: str, width: int) -> str:
     return "\n".join(textwrap.wrap(title, width))
 
 
-def _save(fig: Any, out_stem: Path, *, rect: tuple[float, float, float, float] | None = None) -> list[Path]:
+def manifest_path(png: Path) -> Path:
+    """Where a figure's manifest lies beside its PNG (the report reads it; a browser test checks it)."""
+    return png.with_name(png.stem + ".figure.json")
+
+
+def _legend_labels(fig: Any, saved: Any) -> list[str]:
+    """Legend entries whose text lies inside the saved image (`saved`: its bounding box in inches)."""
+    renderer = fig.canvas.get_renderer()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    shown = []
+    for legend in legends:
+        if legend is None:
+            continue
+        for text in legend.get_texts():
+            box = text.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
+            inside = box.x0 >= saved.x0 - 0.01 and box.x1 <= saved.x1 + 0.01
+            if inside and box.y0 >= saved.y0 - 0.01 and box.y1 <= saved.y1 + 0.01 and text.get_visible():
+                shown.append(text.get_text())
+    return shown
+
+
+def _axes_facts(ax: Any) -> dict[str, Any]:
+    from matplotlib.colors import to_hex
+
+    lo, hi = sorted(ax.get_xlim())
+    return {
+        "title": ax.get_title(),
+        "xlabel": ax.get_xlabel(),
+        "ylabel": ax.get_ylabel(),
+        "xticks": [float(t) for t in ax.get_xticks() if lo - 1e-9 <= t <= hi + 1e-9],
+        "line_colors": {
+            line.get_label(): to_hex(line.get_color())
+            for line in ax.get_lines()
+            if not line.get_label().startswith("_")
+        },
+    }
+
+
+def _save(fig: Any, out_stem: Path, *, series: list[str] | None = None) -> list[Path]:
+    """PNG + PDF cropped to everything drawn (legends below or beside the axes are never cut), and a
+    manifest: the series the data has (`series`), the legend entries inside the saved image, and
+    each panel's labels and ticks."""
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
-    fig.tight_layout(rect=rect)
+    fig.tight_layout()
+    fig.canvas.draw()
+    saved = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for p in paths:
-        fig.savefig(p, dpi=150)
+        fig.savefig(p, dpi=150, bbox_inches=saved)
+    manifest = {
+        "series": list(dict.fromkeys(series or [])),
+        "legend": _legend_labels(fig, saved),
+        "axes": [
+            _axes_facts(ax) for ax in fig.axes if ax.get_visible() and ax.axison and ax.get_label() != "<colorbar>"
+        ],
+    }
+    manifest_path(paths[0]).write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -76,6 +136,7 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
         for b in _ordered(data["benchmark"], BENCHMARKS)
         if (f, b) in present
     ]
+    methods = _ordered(data["memory"], MEMORIES)
     ncol = min(4, max(1, len(panels)))
     nrow = int(np.ceil(len(panels) / ncol)) or 1
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow + 0.6), squeeze=False, sharey=True)
@@ -83,49 +144,56 @@ def learning_curve(df: pd.DataFrame, out_stem: Path, *, window: int = 10, title:
         part = data[(data["framework"] == fw) & (data["benchmark"] == bench)]
         for mem in _ordered(part["memory"], MEMORIES):
             g = curves.loc[(fw, bench, mem)]
-            (line,) = ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker="." if len(g) < 20 else None)
-            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=line.get_color())
+            i = methods.index(mem)  # one colour (and, past ten methods, dash) per method in every panel
+            style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":")[i // 10 % 3]}
+            marker = "." if len(g) < 20 else None
+            ax.plot(g.index, g["mean"], label=MEMORIES.get(mem, mem), marker=marker, **style)
+            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15, color=style["color"])
         ax.set_title(f"{FRAMEWORKS.get(fw, fw)} / {BENCHMARKS.get(bench, bench)}")
         ax.set_xlabel("task in stream")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-2, 102)
     for ax in axes.flat[len(panels) :]:
         ax.axis("off")
-    axes[0][0].set_ylabel(f"success, running mean of {window} (%)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, max(1, len(labels))), frameon=False)
+    for row in axes:
+        row[0].set_ylabel(f"success, running mean of {window} (%)")
+    # one entry per method of any panel (a method absent from the first panel still gets one)
+    entries: dict[str, Any] = {}
+    for ax in axes.flat[: len(panels)]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    names = [MEMORIES.get(m, m) for m in _ordered(data["memory"], MEMORIES)]
+    labels = [n for n in names if n in entries]
+    fig.legend(
+        [entries[n] for n in labels],
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(4, max(1, len(labels))),
+        frameon=False,
+    )
     fig.suptitle(_wrap(title or "Learning curve: success over the task stream", 110))
-    return _save(fig, out_stem, rect=(0, 0.12, 1, 1))
+    return _save(fig, out_stem, series=names)
 
 
 def role_cost_bars(df: pd.DataFrame, out_stem: Path, *, title: str = "") -> list[Path]:
     """Tokens per evaluated sample by role (agent-side roles vs memory-side roles), per method,
-    stacked; one bar per memory method, averaged over every cell it ran."""
+    stacked; one bar per memory method, averaged over every cell it ran. The bars are exactly
+    `role_tokens(df)`, the table the report prints beside the figure."""
     plt = _pyplot()
-    data = df[df["phase"] == "eval"]
-    roles = sorted(c[len("tokens_") :] for c in data.columns if c.startswith("tokens_"))
-    memories = _ordered(data["memory"], MEMORIES)
-    per = data.groupby("memory")[[f"tokens_{r}" for r in roles]].apply(lambda g: g.fillna(0).mean())
-    per = per.reindex(memories)
-    order = [r for r in roles if r in AGENT_ROLES] + [r for r in roles if r not in AGENT_ROLES]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(memories) + 2.5), 3.6))
-    bottom = np.zeros(len(memories))
-    for role in order:
-        vals = per[f"tokens_{role}"].to_numpy(dtype=float)
-        side = "agent" if role in AGENT_ROLES else "memory-side"
-        ax.bar(
-            [MEMORIES.get(m, m) for m in memories],
-            vals,
-            bottom=bottom,
-            label=f"{role} ({side})",
-            hatch="" if role in AGENT_ROLES else "//",
-        )
+    per = role_tokens(df)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(per) + 2.5), 3.6))
+    bottom = np.zeros(len(per))
+    labels = [f"{role} ({role_side(role)})" for role in per.columns]
+    for role, label in zip(per.columns, labels, strict=True):
+        vals = per[role].to_numpy(dtype=float)
+        ax.bar(range(len(per)), vals, bottom=bottom, label=label, hatch="" if role in AGENT_ROLES else "//")
         bottom += vals
     ax.set_ylabel("tokens per evaluated sample")
-    ax.set_xticks(range(len(memories)), [MEMORIES.get(m, m) for m in memories], rotation=30, ha="right")
+    ax.set_xticks(range(len(per)), list(per.index), rotation=30, ha="right")
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(_wrap(title or "Cost by role (tokens per sample)", 60))
-    return _save(fig, out_stem)
+    return _save(fig, out_stem, series=labels)
 
 
 def score_heatmap(
@@ -165,21 +233,31 @@ def score_heatmap(
         row = memories.index(highlight)
         ax.add_patch(Rectangle((-0.5, row - 0.5), len(cols), 1, fill=False, edgecolor="red", linewidth=2.5))
     ax.set_title(_wrap(title, 60))
-    ax.set_ylabel("")
+    ax.set_ylabel("memory method")
+    ax.set_xlabel("framework / benchmark")
     return _save(fig, out_stem)
 
 
 EDV_COLORS = {"edv": "tab:red", "rb": "tab:blue"}
 
 
+def _tick_label(x: float) -> str:
+    return f"{x:g}"
+
+
 def edv_curve(data: pd.DataFrame, paper: pd.DataFrame, x: str, xlabel: str, title: str, out_stem: Path) -> list[Path]:
     """EDV Figures 4-6: our Pass@1 per x (lines, 95% CI over seeds) for EDV and RB, and the values the
-    paper's text states as hollow markers (`paper`: method, x, value)."""
+    paper's text states as hollow markers (`paper`: method, x, value). EDV is drawn last and on top,
+    so where the two lines meet EDV's stays visible; the x ticks are the settings run (whole numbers
+    on an integer axis such as epochs or top-k)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
-    for method, g in data.groupby("method"):
-        g = g.sort_values(x)
+    methods = sorted(set(data["method"]), key=lambda m: (m == "edv", m))  # EDV last
+    labels = []
+    for rank, method in enumerate(methods):
+        g = data[data["method"] == method].sort_values(x)
         err = [g["mean"] - g["ci_low"], g["ci_high"] - g["mean"]]
+        label = f"{method.upper()} (ours)"
         ax.errorbar(
             g[x],
             g["mean"],
@@ -187,19 +265,25 @@ def edv_curve(data: pd.DataFrame, paper: pd.DataFrame, x: str, xlabel: str, titl
             marker="o",
             capsize=3,
             color=EDV_COLORS.get(method),
-            label=f"{method.upper()} (ours)",
+            label=label,
+            zorder=3 + rank,
         )
+        labels.append(label)
     for method, g in paper.groupby("method"):
+        label = f"{method.upper()} (paper)"
         ax.scatter(
-            g["x"],
-            g["value"],
-            facecolors="none",
-            edgecolors=EDV_COLORS.get(method),
-            s=60,
-            label=f"{method.upper()} (paper)",
+            g["x"], g["value"], facecolors="none", edgecolors=EDV_COLORS.get(method), s=60, label=label, zorder=2
         )
+        labels.append(label)
+    xs = sorted({float(v) for v in [*data[x].dropna(), *paper.get("x", pd.Series(dtype=float)).dropna()]})
+    if 0 < len(xs) <= 12:
+        ax.set_xticks(xs, [_tick_label(v) for v in xs])
+    elif all(v.is_integer() for v in xs):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(_wrap(title, 60), fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, out_stem)
+    return _save(fig, out_stem, series=labels)

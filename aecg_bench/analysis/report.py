@@ -17,14 +17,17 @@ from aecg_bench.analysis.paper import (
     PaperTable,
     aecg_claims,
     build_tables,
+    compact_cost,
+    cost_line,
     cost_table,
+    load_margins,
     load_reference,
     readable_cells,
     readable_claims,
     task_set_notes,
 )
 from aecg_bench.analysis.plots import score_heatmap
-from aecg_bench.analysis.tables import flat_columns, write_table
+from aecg_bench.analysis.tables import flat_columns, with_config, write_table
 
 
 def render_paper_table(
@@ -45,14 +48,13 @@ def render_paper_table(
     if df.empty:
         raise SystemExit(f"no results under {results_dir}: run the sweep first")
     tables = build_tables(df, load_reference(reference), compare_to=compare_to)
-    margins = load_reference(f"{reference}_margins")
+    margins = load_margins(reference)  # only a table whose paper states claims gets a claims file
     notes = task_set_notes(df)
     paths: dict[str, Path] = {}
     for i, table in enumerate(tables):
         name = stem if len(tables) == 1 else f"{stem}-{i + 1}"
         cap = f"{table.caption_prefix}{caption} [{table.config['experiment']}; {table.config['assignment']}]"
-        margins_here = margins if "framework" in margins else None
-        paths.update(_write(df, table, out_dir, name, cap, margins_here, figure, notes))
+        paths.update(_write(df, table, out_dir, name, cap, margins, figure, notes))
     return paths
 
 
@@ -67,37 +69,36 @@ def _write(
     notes: list[str],
 ) -> dict[str, Path]:
     full_caption = " ".join([caption + ".", *notes]) if notes else caption
-    paths = write_table(table.display, out_dir, stem, caption=full_caption)
+    config = table.config
+    paths = write_table(table.display, out_dir, stem, caption=full_caption, data=with_config(table.summary, config))
     cells = readable_cells(table)
-    paths.update(
-        {
-            f"vs_{k}": v
-            for k, v in write_table(
-                cells, out_dir, f"{stem}_vs_paper", caption=f"{caption}: every cell", index=False
-            ).items()
-        }
+    vs = write_table(
+        cells,
+        out_dir,
+        f"{stem}_vs_paper",
+        caption=f"{caption}: every cell",
+        index=False,
+        data=with_config(table.comparison, config),
     )
-    sub = df.merge(pd.DataFrame([table.config]), on=list(table.config))
+    paths.update({f"vs_{k}": v for k, v in vs.items()})
+    sub = df.merge(pd.DataFrame([config]), on=list(config))
     cost = cost_table(sub)
-    paths.update(
-        {
-            f"cost_{k}": v
-            for k, v in write_table(
-                cost, out_dir, f"{stem}_cost", caption=f"{caption}: usage and cost", index=False
-            ).items()
-        }
-    )
+    shown_cost = compact_cost(cost)
+    written = write_table(shown_cost, out_dir, f"{stem}_cost", caption=f"{caption}: usage and cost", data=cost)
+    paths.update({f"cost_{k}": v for k, v in written.items()})
     claims = None
     if margins is not None and "aecg" in set(table.summary["memory"]):
-        claims = readable_claims(aecg_claims(table.summary, margins), smoke=table.smoke)
-        paths.update(
-            {
-                f"claims_{k}": v
-                for k, v in write_table(
-                    claims, out_dir, f"{stem}_claims", caption=f"{caption}: claims", index=False
-                ).items()
-            }
+        raw = aecg_claims(table.summary, margins, sub)
+        claims = readable_claims(raw, smoke=table.smoke)
+        written = write_table(
+            claims,
+            out_dir,
+            f"{stem}_claims",
+            caption=f"{caption}: claims",
+            index=False,
+            data=with_config(raw, config),
         )
+        paths.update({f"claims_{k}": v for k, v in written.items()})
     if figure:
         for p in score_heatmap(
             table.summary, out_dir / f"{stem}_heatmap", title=f"{table.caption_prefix}Score heatmap"
@@ -139,7 +140,4 @@ def _print(
         print(f"\n{len(incomplete)} flagged cells (missing or extra samples, infra errors):")
         cols = ["framework", "benchmark", "memory", "n_samples", "n_expected", "n_infra_error", "flag"]
         print(incomplete[cols].to_markdown(index=False))
-    print(
-        f"\nTotal cost ${cost['cost'].sum():.4f}; agent tokens {int(cost['agent_tokens'].sum()):,}; "
-        f"memory-side tokens {int(cost['memory_side_tokens'].sum()):,}"
-    )
+    print(f"\nCost: {cost_line(cost)}")

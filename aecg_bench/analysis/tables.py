@@ -55,26 +55,112 @@ def flat_columns(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def flat_index(table: pd.DataFrame, index: bool = True) -> tuple[pd.DataFrame, bool]:
+    """A multi-level row index as ordinary columns (Markdown would print its labels as tuples)."""
+    if index and isinstance(table.index, pd.MultiIndex):
+        return table.reset_index(), False
+    return table, index
+
+
+def with_config(frame: pd.DataFrame, config: dict[str, str]) -> pd.DataFrame:
+    """`frame` with the configuration it belongs to (experiment, model assignment, protocol, preset)
+    as leading columns, so a CSV says what it is without its folder's name."""
+    out = frame.copy()
+    for i, (key, value) in enumerate(config.items()):
+        if key not in out.columns:
+            out.insert(i, key, value)
+    return out
+
+
 def write_table(
-    table: pd.DataFrame, out_dir: Path, stem: str, *, caption: str = "", index: bool = True
+    table: pd.DataFrame,
+    out_dir: Path,
+    stem: str,
+    *,
+    caption: str = "",
+    index: bool = True,
+    data: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
-    """Write CSV, Markdown and LaTeX (booktabs) versions; returns their paths."""
+    """Write Markdown and LaTeX (booktabs) versions of the display `table`, and a CSV of `data`
+    (numbers, one row per cell; default: `table` itself); returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"{stem}.csv", "md": out_dir / f"{stem}.md", "tex": out_dir / f"{stem}.tex"}
-    table.to_csv(paths["csv"], index=index)
-    md = flat_columns(table).to_markdown(index=index, disable_numparse=True)
+    if data is not None:
+        data.to_csv(paths["csv"], index=False)
+    else:
+        table.to_csv(paths["csv"], index=index)
+    shown, shown_index = flat_index(flat_columns(table), index)
+    md = shown.to_markdown(index=shown_index, disable_numparse=True)
     paths["md"].write_text((f"{caption}\n\n" if caption else "") + md + "\n", encoding="utf-8")
-    latex = _latex(table, caption=caption, index=index)
-    paths["tex"].write_text(latex, encoding="utf-8")
+    paths["tex"].write_text(latex_table(table, caption=caption, index=index), encoding="utf-8")
     return paths
 
 
-def _latex(table: pd.DataFrame, *, caption: str, index: bool) -> str:
-    styler: Any = table.style
+# Characters our tables print that pdflatex's UTF-8 input does not typeset by itself.
+LATEX_SYMBOLS = {
+    "±": r"$\pm$",
+    "†": r"$^\dagger$",
+    "Δ": r"$\Delta$",
+    "τ": r"$\tau$",
+    "−": r"$-$",
+    "–": "--",
+    "—": "---",
+    "×": r"$\times$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "≈": r"$\approx$",
+    "→": r"$\rightarrow$",
+    "…": r"\ldots{}",
+    "§": r"\S{}",
+    "²": r"$^2$",
+    "·": r"$\cdot$",
+}
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: object) -> str:
+    """Plain text -> LaTeX that pdflatex compiles: specials escaped, the symbols we print mapped,
+    any other character outside Latin-1 shown as '?' rather than breaking the document."""
+    out = []
+    for ch in str(text):
+        if ch in LATEX_SPECIALS:
+            out.append(LATEX_SPECIALS[ch])
+        elif ch in LATEX_SYMBOLS:
+            out.append(LATEX_SYMBOLS[ch])
+        elif ord(ch) > 0xFF:
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def latex_table(table: pd.DataFrame, *, caption: str, index: bool) -> str:
+    """A booktabs table environment (needs \\usepackage{booktabs}); every cell, label and the caption escaped."""
+
+    def cell(v: object) -> str:
+        if v is None or (isinstance(v, float) and v != v):
+            return "–"
+        return latex_escape(f"{v:.2f}" if isinstance(v, float) else v)
+
+    styler: Any = table.style.format(cell)
+    styler = styler.format_index(latex_escape, axis=0).format_index(latex_escape, axis=1)
     if not index:
         styler = styler.hide(axis="index")
-    body = styler.to_latex(hrules=True, column_format=None, multicol_align="c")
-    body = body.replace("±", r"$\pm$").replace("†", r"$^\dagger$")
+    body = styler.to_latex(hrules=True, multicol_align="c", multirow_align="naive")
+    head = "% aecg-bench table: needs \\usepackage{booktabs}\n"
     if caption:
-        return "\\begin{table}[t]\n\\centering\n" + body + f"\\caption{{{caption}}}\n\\end{{table}}\n"
-    return body
+        return (
+            head + "\\begin{table}[t]\n\\centering\n" + body + f"\\caption{{{latex_escape(caption)}}}\n\\end{{table}}\n"
+        )
+    return head + body

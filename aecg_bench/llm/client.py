@@ -215,6 +215,7 @@ class LLMClient:
         grammar: str | None = None,
         tools: list[dict[str, Any]] | None = None,
         tool_choice: str | dict[str, Any] | None = None,
+        parallel_tool_calls: bool = False,
         sample_index: int | None = None,
         scope: str | None = None,
         account: str | None = None,
@@ -224,7 +225,9 @@ class LLMClient:
         call's usage is recorded under (a framework's planner, critic, router...; default `role`).
         A view's `usage_role` overrides both for accounting (EDV's executor/solver split).
         `schema` is the reply's shape for models without grammars whose spec names a
-        `structured_output` mode; the reply text is then the JSON object (`Completion.structured`)."""
+        `structured_output` mode; the reply text is then the JSON object (`Completion.structured`).
+        `parallel_tool_calls` lets a model with emulated tool calls return several in one reply (native
+        APIs allow that already)."""
         spec = self.model_for(role, model)
         accounted = self.usage_role or account or role
         sample_index = self.sample_index if sample_index is None else sample_index
@@ -236,7 +239,16 @@ class LLMClient:
             response_format = fields.get("response_format", response_format)
             tools, tool_choice = fields.get("tools", tools), fields.get("tool_choice", tool_choice)
         request, emulated = self._build_request(
-            spec, messages, temperature, max_tokens, stop, response_format, grammar, tools, tool_choice
+            spec,
+            messages,
+            temperature,
+            max_tokens,
+            stop,
+            response_format,
+            grammar,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
         )
         key = self.cache_key_for(spec, request, sample_index, scope)
         start = time.perf_counter()
@@ -319,6 +331,7 @@ class LLMClient:
         grammar: str | None,
         tools: list[dict[str, Any]] | None,
         tool_choice: str | dict[str, Any] | None,
+        parallel_tool_calls: bool = False,
     ) -> tuple[Request, bool]:
         if not messages:
             raise ValueError("complete() needs at least one message")
@@ -326,7 +339,7 @@ class LLMClient:
         emulated = bool(tools) and not spec.native_tools
         if emulated:
             assert tools is not None
-            msgs, response_format = tool_emulation.emulate(msgs, tools)
+            msgs, response_format = tool_emulation.emulate(msgs, tools, parallel=parallel_tool_calls)
             tools, tool_choice = None, None
         length = spec.max_tokens if max_tokens is None else max_tokens
         if spec.max_output_tokens is not None:

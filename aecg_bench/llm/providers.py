@@ -20,7 +20,7 @@ from aecg_bench.errors import AecgBenchError, one_line
 from aecg_bench.llm.embedded_server import serve_mode
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.llm.usage import Usage
-from aecg_bench.types import ToolCall
+from aecg_bench.types import UNPARSED_ARGUMENTS, ToolCall
 
 
 @dataclass(frozen=True)
@@ -163,12 +163,7 @@ def _parse_response(response: Any) -> ProviderResult:
     text = message.content or ""
     calls = []
     for tc in getattr(message, "tool_calls", None) or []:
-        raw_args = tc.function.arguments or "{}"
-        try:
-            args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
-        except json.JSONDecodeError:
-            args = {"_unparsed": raw_args}
-        calls.append(ToolCall(name=tc.function.name, arguments=args, id=tc.id or ""))
+        calls.append(ToolCall(name=tc.function.name, arguments=parse_arguments(tc.function.arguments), id=tc.id or ""))
     usage = getattr(response, "usage", None)
     cached = 0
     details = getattr(usage, "prompt_tokens_details", None)
@@ -184,6 +179,21 @@ def _parse_response(response: Any) -> ProviderResult:
         ),
         finish_reason=getattr(choice, "finish_reason", None) or "stop",
     )
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as an object; anything that is not one (unreadable JSON, a list, a number)
+    travels as `{UNPARSED_ARGUMENTS: <the raw text>}` so an evaluator can refuse it as its original does."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return dict(raw)
+    text = str(raw)
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        return {UNPARSED_ARGUMENTS: text}
+    return parsed if isinstance(parsed, dict) else {UNPARSED_ARGUMENTS: text}
 
 
 def classify_litellm_error(exc: Exception) -> Exception:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aecg_bench.llm.providers import ProviderResult
+from aecg_bench.types import UNPARSED_ARGUMENTS
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def reply_text(mode: str, schema: OutputSchema, result: ProviderResult) -> str:
     """The JSON text of a structured reply: the forced call's arguments (tool_call), else the text."""
     if mode == "tool_call":
         call = next((c for c in result.tool_calls if c.name == schema.name), None)
-        if call is not None and "_unparsed" not in call.arguments:
+        if call is not None and UNPARSED_ARGUMENTS not in call.arguments:
             return json.dumps(call.arguments, sort_keys=True)
     return result.text
 

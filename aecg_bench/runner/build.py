@@ -246,6 +246,11 @@ def make_header(
         "runtime": scrub(cfg.runtime.model_dump()),
         "price_table_version": PRICE_TABLE_VERSION,
         "environment": environment_facts(),
+        # which installed package provides each component (a plugin's name and version; aecg_bench/plugins.py)
+        "component_packages": {
+            group: registry.package_of(group, getattr(cfg, group).name)
+            for group in ("benchmark", "framework", "memory")
+        },
     }
 
 

@@ -29,9 +29,14 @@ HINT = (
     "Reply with the letter of your choice. For an element also give the operation: "
     "'<letter> CLICK', '<letter> TYPE <text>' or '<letter> SELECT <option>'. Reply 'A' for None of the above."
 )
-_LETTER = re.compile(r"^\s*(?:Answer\s*:\s*)?\(?([A-Z])\)?(?:[.:)]|\s|$)")
-_OP = re.compile(r"\b(CLICK|SELECT|TYPE)\b")
-_VALUE = re.compile(r"Value:\s*(.*)$", re.M)
+# MindAct's `postprocess_action_llm` (src/action_prediction/metric.py): the first "Answer: <A-F>" anywhere in
+# the reply, the first "Action: <op>" and the first line after "Value: ". Letters past F are read only when they
+# stand alone ("Answer: G", not "Answer: Great"): EDV's 11 choices need them, MindAct's groups of 5 did not.
+_ANSWER = re.compile(r"Answer: ([A-F]|[G-Z](?![A-Za-z]))")
+_ACTION = re.compile(r"Action: (CLICK|SELECT|TYPE)")
+_VALUE = re.compile(r"Value: (.*)$", re.M)
+# our one-line form, on the reply's first non-empty line: "<letter>[.] [<op>[:] [<value>]]"
+_ONE_LINE = re.compile(r"([A-Z])\.?(?:\s+(CLICK|SELECT|TYPE):?(?:\s+(.*))?)?")
 
 
 def grammar(n_choices: int) -> str:
@@ -40,25 +45,35 @@ def grammar(n_choices: int) -> str:
         [
             'root ::= "A" | letter " CLICK" | letter " TYPE " value | letter " SELECT " value',
             f"letter ::= {letters}",
-            r"value ::= [^\n]{1,80}",
+            r"value ::= [^\n]+",
         ]
     )
 
 
 def parse_answer(text: str) -> tuple[str | None, str]:
-    """(letter, 'OP value') of a reply; letter None when there is none (MindAct then reads 'A')."""
-    m = _LETTER.match(text)
-    letter = m.group(1) if m else None
-    rest = text[m.end() :] if m else text
-    op = _OP.search(rest)
-    value_line = _VALUE.search(rest)
-    if value_line:
-        value = value_line.group(1)
-    elif op:
-        value = rest[op.end() :].split("\n", 1)[0]
-    else:
-        value = ""
-    return letter, (op.group(1) if op else "") + " " + value.strip()
+    """(letter, 'OP value') of a reply; letter None when there is none (MindAct then reads 'A').
+
+    A reply holding MindAct's "Answer: X" is read as MindAct reads it, wherever the answer stands (after
+    reasoning too); otherwise its first non-empty line must be the one-line form `HINT` asks for, or a bare
+    letter followed by MindAct's `Action:` / `Value:` lines. Either way a value is one line, as MindAct's
+    `Value: (.*)$` reads it."""
+    text = text.strip()
+    answer = _ANSWER.search(text)
+    if answer:
+        return answer.group(1), _operation(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    m = _ONE_LINE.fullmatch(lines[0]) if lines else None
+    if not m:
+        return None, " "
+    if m.group(2) is None:  # a bare letter: MindAct's Action:/Value: lines may follow (its fine-tuned form)
+        return m.group(1), _operation(text)
+    return m.group(1), m.group(2) + " " + (m.group(3) or "").strip()
+
+
+def _operation(text: str) -> str:
+    """MindAct's 'OP value' from `Action: <op>` and the first line after `Value: `, wherever they stand."""
+    op, value = _ACTION.search(text), _VALUE.search(text)
+    return (op.group(1) if op else "") + " " + (value.group(1).strip() if value else "")
 
 
 class Mind2WebParams(Params):
@@ -76,12 +91,14 @@ class Mind2WebParams(Params):
     size: int | None = Field(None, ge=1, description="tasks per split, from offset; None = all")
     offset: int = Field(0, ge=0)
     download: bool = True
-    revision: str = Field("main", description="hub revision of osunlp/Mind2Web to download")
+    revision: str = Field(
+        files.REVISION, pattern=r"^[0-9a-f]{40}$", description="hub commit of osunlp/Mind2Web (pinned: a full sha)"
+    )
 
 
 class Mind2WebBenchmark(Benchmark):
     name = "mind2web"
-    version = "1"
+    version = "2"  # 2: replies read as MindAct reads them, ids 0..n, the pinned hub commit
     Params = Mind2WebParams
 
     def __init__(self, params: dict | Params | None = None, *, data_dir: Path | None = None) -> None:
@@ -149,6 +166,7 @@ class Mind2WebBenchmark(Benchmark):
             task_type=str(raw.get("domain", "")),
             action_hint=HINT,
             action_grammar=grammar(p.top_k),
+            reads_whole_reply=True,
             max_steps=len(steps),
             metadata={k: raw.get(k, "") for k in ("website", "domain", "subdomain")},
         )

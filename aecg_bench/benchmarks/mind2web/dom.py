@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from lxml import etree
 
@@ -87,7 +87,7 @@ def prune(tree: etree._Element, candidates: Iterable[str], max_depth: int = 5, m
     return new
 
 
-def _attribute_repr(node: etree._Element, max_value_length: int, max_length: int) -> None:
+def _attribute_repr(node: etree._Element, max_value_length: int, max_length: int, ids: Mapping[str, str]) -> None:
     seen: set[str] = set()
     values = ""
     for attr in ATTRIBUTES:
@@ -102,6 +102,7 @@ def _attribute_repr(node: etree._Element, max_value_length: int, max_length: int
             seen.add(value)
             values += value + " "
     uid = node.attrib.get(ID, "")
+    uid = ids.get(uid, uid)
     node.attrib.clear()
     if uid:
         node.attrib["id"] = uid
@@ -110,12 +111,12 @@ def _attribute_repr(node: etree._Element, max_value_length: int, max_length: int
 
 
 def render(tree: etree._Element, keep_html_brackets: bool = True, max_value_length: int = 5,
-           max_length: int = 20) -> str:  # fmt: skip
-    """MindAct's `get_tree_repr` of an element and its subtree."""
+           max_length: int = 20, ids: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """MindAct's `get_tree_repr` of an element and its subtree; `ids` renames element ids (its `id_mapping`)."""
     tree = copy.deepcopy(tree)
     for node in tree.xpath("//*"):
         if node.tag != "text":
-            _attribute_repr(node, max_value_length, max_length)
+            _attribute_repr(node, max_value_length, max_length, ids or {})
         else:
             node.text = " ".join((node.text or "").split()[:max_length])
     text = etree.tostring(tree, encoding="unicode")
@@ -133,10 +134,16 @@ def render(tree: etree._Element, keep_html_brackets: bool = True, max_value_leng
 
 def describe_candidates(html: str, candidate_ids: Iterable[str], n_tokens: int = 20,
                         keep_html_brackets: bool = True) -> list[tuple[str, str]]:  # fmt: skip
-    """(id, description) of each candidate found on the page, in page order (MindAct's choices)."""
+    """(id, description) of each candidate found on the page, in page order (MindAct's choices).
+
+    As MindAct's `format_input_multichoice`, the ids shown are the candidates' positions in page order
+    (0, 1, ...: `get_tree_repr`'s `id_mapping` of the pruned page, where only candidates keep an id),
+    not the page's backend node ids."""
     pruned = prune(parse(html), list(candidate_ids))
+    nodes = pruned.xpath(f"//*[@{ID}]")
+    ids = {node.attrib[ID]: str(i) for i, node in enumerate(nodes)}
     out = []
-    for node in pruned.xpath(f"//*[@{ID}]"):
-        words = render(node, keep_html_brackets).split()[:n_tokens]
+    for node in nodes:
+        words = render(node, keep_html_brackets, ids=ids).split()[:n_tokens]
         out.append((node.attrib[ID], " ".join(words)))
     return out

@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from aecg_bench.benchmarks.data import git_blob_sha1, sha256_of
-from aecg_bench.errors import DataError
+from aecg_bench.errors import DataError, one_line
 
 REPO_ID = "osunlp/Mind2Web"
+# The hub commit downloads are pinned to (the dataset's commit other harnesses pin as well); a download
+# resolves it and refuses a different commit, and every load checks the manifest names it.
+REVISION = "17ece8eb89862368edc0cc806acee6fca5163474"
 SPLITS = ("train", "test_task", "test_website", "test_domain")
 SCORES = "scores_all_data.pkl"
 MANIFEST = "MANIFEST.json"
@@ -35,23 +38,40 @@ TEST_ZIP_PASSWORD = "mind2web"  # stated on the dataset card (it keeps the test 
 _WANTED = ("data/train/", "test.zip", SCORES)
 
 
-def missing_message(data_dir: Path) -> str:
+def manual_steps(data_dir: Path, revision: str = REVISION) -> str:
+    """How to lay the data out by hand (what every 'not found' and 'could not download' line ends with)."""
     return (
-        f"Mind2Web data not found in {data_dir}; get data/train/*.json, test.zip and {SCORES} from the Hugging "
-        f"Face dataset {REPO_ID} (https://huggingface.co/datasets/{REPO_ID}), extract test.zip (password "
+        f"get data/train/*.json, test.zip and {SCORES} from the Hugging Face dataset {REPO_ID} at commit "
+        f"{revision} (https://huggingface.co/datasets/{REPO_ID}/tree/{revision}), extract test.zip (password "
         f"'{TEST_ZIP_PASSWORD}') so that {data_dir} holds train/, test_task/, test_website/, test_domain/ and "
-        f"{SCORES}, or set params.download=true when online"
+        f"{SCORES}, then run aecg_bench.benchmarks.mind2web.files.write_manifest({str(data_dir)!r}, {revision!r})"
     )
 
 
-def ensure(data_dir: Path | None, *, download: bool, revision: str = "main", password: str = TEST_ZIP_PASSWORD) -> Path:
-    """The verified data directory, downloading it first when missing and allowed."""
+def missing_message(data_dir: Path, revision: str = REVISION) -> str:
+    return (
+        f"Mind2Web data not found in {data_dir}; {manual_steps(data_dir, revision)}; "
+        "or set params.download=true when online"
+    )
+
+
+def ensure(
+    data_dir: Path | None, *, download: bool, revision: str = REVISION, password: str = TEST_ZIP_PASSWORD
+) -> Path:
+    """The verified data directory, downloading it first when missing and allowed; its manifest must name
+    `revision`, the hub commit asked for."""
     if data_dir is None:
         raise DataError("no data directory configured for mind2web; set runtime.data_root or $AECG_DATA_ROOT")
     if not (data_dir / MANIFEST).is_file():
         if not download:
-            raise DataError(missing_message(data_dir))
+            raise DataError(missing_message(data_dir, revision))
         _download(data_dir, revision, password)
+    found = manifest(data_dir).get("revision")
+    if found != revision:
+        raise DataError(
+            f"{data_dir / MANIFEST} records hub commit {found!r}, not the pinned {revision}; move {data_dir} "
+            f"away and download again, or set benchmark.params.revision={found} to use it as it is"
+        )
     return data_dir
 
 
@@ -122,6 +142,8 @@ def _download(data_dir: Path, revision: str, password: str) -> None:
     try:
         api, download = _hub()
         info = api.dataset_info(REPO_ID, revision=revision, files_metadata=True)
+        if info.sha != revision:
+            raise DataError(f"{REPO_ID}: the hub answered commit {info.sha} for the pinned commit {revision}")
         wanted = [s for s in info.siblings if s.rfilename.startswith(_WANTED)]
         if not any(s.rfilename == "test.zip" for s in wanted):
             raise DataError(f"{REPO_ID}@{info.sha} has no test.zip")
@@ -148,7 +170,10 @@ def _download(data_dir: Path, revision: str, password: str) -> None:
     except DataError:
         raise
     except Exception as exc:  # hub, network, archive and file errors all end as one line
-        raise DataError(f"could not download Mind2Web from {REPO_ID} into {data_dir}: {exc}") from exc
+        raise DataError(
+            f"could not download Mind2Web from {REPO_ID} into {data_dir} ({one_line(exc, 200)}); by hand: "
+            f"{manual_steps(data_dir, revision)}"
+        ) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

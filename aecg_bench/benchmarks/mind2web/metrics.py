@@ -32,8 +32,12 @@ def operation_f1(pred: str, label: str) -> float:
 
 
 def target_operation(op: str, value: str) -> str:
-    """The gold operation string: MindAct's multichoice target drops the value of a CLICK."""
-    return op if op == "CLICK" else f"{op} {value}".strip()
+    """The gold operation string as MindAct's evaluator reads it: its target text (`format_input_multichoice`:
+    `Action: <op>`, then `Value: <value>` unless a CLICK) goes through `postprocess_action`, which keeps the
+    value's first line only; an op outside CLICK/SELECT/TYPE reads as none."""
+    action = op if op in ("CLICK", "SELECT", "TYPE") else ""
+    first_line = "" if op == "CLICK" else value.partition("\n")[0].strip()
+    return f"{action} {first_line}".strip()
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ numbers and booleans that differ score 0; other strings score their ROUGE-L F1
 mean of their elements; an argument not in the tool's schema scores 0, one not
 in the golden call scores 1 only if its value appears in the parameter's
 description. Where the original raises (unparseable arguments, a predicted call
-with no arguments where the golden one has some, a tool without `properties`,
-unequal call counts), `ArgumentCheckError` says so: the mission is then wrong.
+with no arguments where the golden one has some, a tool without `parameters` or
+`properties`, unequal call counts), `ArgumentCheckError` says so: the mission is then wrong.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import json
 import re
 from functools import lru_cache
 from typing import Any
+
+from aecg_bench.types import UNPARSED_ARGUMENTS
 
 THRESHOLD = 0.7  # analysis_result.py: a pair scoring below 0.7 fails the mission
 SKIP = ("prepare_to_answer", "ask_user_for_required_parameters")
@@ -118,6 +120,8 @@ def value_score(pred: Any, gold: Any, schema: dict[str, Any]) -> float:
 
 def call_score(pred_args: Any, gold_args: dict[str, Any], tool: dict[str, Any]) -> float:
     """`check_arguments`: the mean score of a predicted call's arguments against one golden call."""
+    if isinstance(pred_args, dict) and set(pred_args) == {UNPARSED_ARGUMENTS}:
+        pred_args = pred_args[UNPARSED_ARGUMENTS]  # the model's raw text: the original json.loads it
     if isinstance(pred_args, str):
         try:
             pred_args = json.loads(pred_args)
@@ -125,7 +129,9 @@ def call_score(pred_args: Any, gold_args: dict[str, Any], tool: dict[str, Any]) 
             raise ArgumentCheckError(f"arguments are not JSON: {pred_args[:80]!r}") from exc
     if not isinstance(pred_args, dict):
         raise ArgumentCheckError(f"arguments are not an object: {pred_args!r}")
-    params = tool["function"]["parameters"]
+    params = tool["function"].get("parameters")
+    if not isinstance(params, dict):
+        raise ArgumentCheckError(f"tool {tool['function']['name']} has no parameters")
     if any(p not in pred_args for p in params.get("required", [])):
         return 0.0
     if not pred_args and not gold_args:
@@ -144,6 +150,16 @@ def call_score(pred_args: Any, gold_args: dict[str, Any], tool: dict[str, Any]) 
     if not scores:
         raise ArgumentCheckError("no predicted arguments against a golden call with arguments")
     return sum(scores) / len(scores)
+
+
+def _checked_score(pred_args: Any, gold_args: Any, tool: dict[str, Any]) -> float:
+    """`call_score`, with the failures a malformed schema or golden call causes (a property schema that is
+    no object, golden arguments that are no object, ...) made an `ArgumentCheckError`: the original's
+    `main2` catches every exception of the check and labels the mission an error."""
+    try:
+        return call_score(pred_args, gold_args, tool)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, ZeroDivisionError) as exc:
+        raise ArgumentCheckError(f"the check cannot read this call ({type(exc).__name__}: {exc})") from exc
 
 
 def mission_arguments_ok(
@@ -172,7 +188,7 @@ def mission_arguments_ok(
             for i, answer in enumerate(gold[name]):
                 if i in paired:
                     continue
-                s = call_score(call.get("arguments", {}), answer.get("arguments", {}), by_tool[name])
+                s = _checked_score(call.get("arguments", {}), answer.get("arguments", {}), by_tool[name])
                 if s > best:
                     best, best_id = s, i
             ok = ok and best >= THRESHOLD

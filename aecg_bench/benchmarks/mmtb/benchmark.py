@@ -26,6 +26,7 @@ from aecg_bench.benchmarks.mmtb import data
 from aecg_bench.benchmarks.mmtb.arguments import ArgumentCheckError, mission_arguments_ok
 from aecg_bench.benchmarks.mmtb.graph import Walk
 from aecg_bench.benchmarks.mmtb.metrics import MULTI_KINDS, TYPE_CODES, accomplished_steps, multi_tool_kind
+from aecg_bench.benchmarks.mmtb.schemas import checked, empty_parameters, uniform
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
 from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.types import Action, Observation, Sample, Score, Task, ToolSpec
@@ -101,7 +102,7 @@ class MmtbParams(Params):
 
 class MmtbBenchmark(Benchmark):
     name = "mmtb"
-    version = "1"
+    version = "2"  # 2: tools sent as the original converts them, non-JSON arguments an error
     Params = MmtbParams
 
     def splits(self) -> list[str]:
@@ -132,10 +133,7 @@ class MmtbBenchmark(Benchmark):
         dialogues = split_missions(messages)
         env = item.get("env_info", "")
         envs = [env] * len(tasks) if isinstance(env, str) else list(env)
-        specs = tuple(
-            ToolSpec(t["function"]["name"], t["function"].get("description", ""), t["function"].get("parameters") or {})
-            for t in tools
-        )
+        specs = tuple(_tool_spec(uniform(t)["function"]) for t in tools)
         iid = item_id(item)
         turn_type = list(item.get("turn_type", []))
         out = []
@@ -154,21 +152,39 @@ class MmtbBenchmark(Benchmark):
                 task_type=TYPE_CODES.get(code, code),
                 action_hint=HINT,
                 tools=specs,
+                parallel_tool_calls=True,  # a golden step may be several calls at once (Opt.Path)
                 max_steps=len(answer_list) + 1,
                 metadata={
                     "entry": iid,
                     "mission": idx,
                     "mission_type": TYPE_CODES.get(code, code),
                     "multi_tool": MULTI_KINDS.get(kind or "", ""),
-                    "true_multi_turn": bool(turn_type[idx]) if idx < len(turn_type) else False,
+                    "true_multi_turn": _true_turn(turn_type[idx]) if idx < len(turn_type) else False,
                 },
             )
-            gold = {"context": context, "task": text, "answer_list": answer_list, "tools": tools, "type": code}
+            gold = {
+                "context": context,
+                "task": text,
+                "answer_list": answer_list,
+                "tools": [checked(t) for t in tools],
+                "type": code,
+            }
             out.append(Sample(task=task, gold=gold, split=split))
         return out
 
     def make_env(self, sample: Sample, ctx: EnvContext) -> Environment:
         return MmtbEnv(sample.gold)
+
+
+def _tool_spec(function: dict[str, Any]) -> ToolSpec:
+    """A tool as the original's API handles send it (`schemas.uniform`); no parameters means an empty object."""
+    parameters = function.get("parameters") or empty_parameters()
+    return ToolSpec(function["name"], function.get("description", ""), parameters)
+
+
+def _true_turn(flag: Any) -> bool:
+    """`request_pipeline.py` reads a string flag as true only when it is 真 ("true"); 假 is false."""
+    return flag if isinstance(flag, bool) else flag == "真"
 
 
 def render_context(context: list[dict[str, Any]]) -> str:

@@ -17,16 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from aecg_bench.benchmarks.data import git_blob_sha1, make_parents, remove_empty
-from aecg_bench.errors import DataError
+from aecg_bench.errors import DataError, one_line
 
 FILE = "Multi-Mission-Tool-Bench.jsonl"
 COMMIT = "c0e83907fcd9534101777e2d980b1550a9fb98bb"
 BLOB_SHA1 = "4b62137b56c1b6cd3c0a4a10ad723b724f8c825e"
 URL = f"https://raw.githubusercontent.com/yupeijei1997/MMTB/{COMMIT}/mmtb/bench_test/data/{FILE}"
-SOURCE = (
-    f"github.com/yupeijei1997/MMTB at {COMMIT[:8]} (mmtb/bench_test/data/{FILE}); the Hugging Face dataset "
-    "jpy/MMTB carries the same data"
-)
+
+
+def manual_steps(path: Path) -> str:
+    """How to get the file by hand (what every 'missing' and 'could not download' line ends with)."""
+    return (
+        f"download {URL} (mmtb/bench_test/data/{FILE} of github.com/yupeijei1997/MMTB at commit {COMMIT}) and "
+        f"save it as {path}; its git blob id (`git hash-object`) must be {BLOB_SHA1}"
+    )
 
 
 def fetch(data_dir: Path | None, *, download: bool, url: str | None = None, blob_sha1: str | None = None) -> Path:
@@ -37,16 +41,11 @@ def fetch(data_dir: Path | None, *, download: bool, url: str | None = None, blob
     path = data_dir / FILE
     if not path.exists():
         if not download:
-            raise DataError(
-                f"missing data file {path}; get {FILE} from {SOURCE} and place it there, or set params.download=true "
-                "when online"
-            )
+            raise DataError(f"missing data file {path}; {manual_steps(path)}; or set params.download=true when online")
         _download(url, path, blob_sha1)
     found = git_blob_sha1(path)
     if found != blob_sha1:
-        raise DataError(
-            f"{path}: git blob id {found} differs from the pinned {blob_sha1}; re-download it from {SOURCE}"
-        )
+        raise DataError(f"{path}: git blob id {found} differs from the pinned {blob_sha1}; {manual_steps(path)}")
     return path
 
 
@@ -63,8 +62,8 @@ def _download(url: str, dest: Path, blob_sha1: str) -> None:
             raise DataError(f"downloaded {url} but its git blob id {found} differs from the pinned {blob_sha1}")
         os.replace(tmp, dest)
         landed = True
-    except OSError as exc:
-        raise DataError(f"could not download {url} to {dest}: {exc}") from exc
+    except OSError as exc:  # no network, DNS, HTTP and disk errors
+        raise DataError(f"could not download {url} ({one_line(exc, 200)}); by hand: {manual_steps(dest)}") from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
         if not landed:
