@@ -39,6 +39,7 @@ from aecg_bench.contracts import AgentContext, Environment
 from aecg_bench.llm.client import Completion
 from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.types import (
+    UNPARSED_ARGUMENTS,
     Action,
     DecisionNode,
     Level,
@@ -320,8 +321,8 @@ class EnvLoop:
 def unreadable_arguments(action: Action) -> str:
     """The raw arguments of the action's first tool call whose arguments were not JSON ("" if none)."""
     for call in action.tool_calls if action.kind == "tool" else ():
-        if "_unparsed" in call.arguments:
-            return str(call.arguments["_unparsed"])
+        if UNPARSED_ARGUMENTS in call.arguments:
+            return str(call.arguments[UNPARSED_ARGUMENTS])
     return ""
 
 
