@@ -11,6 +11,7 @@ import signal
 import socket
 import ssl
 import threading
+import time
 
 import httpx
 import openai
@@ -102,6 +103,32 @@ def test_caller_gone_knows_ended_threads_and_processes_on_this_host_only():
     assert not caller_gone(f"{socket.gethostname()}:not-a-pid:1")
 
 
+def test_a_live_prober_process_is_not_gone_and_asking_does_not_signal_it(monkeypatch):
+    ctx = mp.get_context("fork")
+    started = ctx.Event()
+
+    def live() -> None:
+        started.set()
+        time.sleep(30)
+
+    proc = ctx.Process(target=live)
+    proc.start()
+    try:
+        assert started.wait(10)
+        assert not caller_gone(f"{socket.gethostname()}:{proc.pid}:1")
+        time.sleep(0.2)
+        assert proc.is_alive(), "the liveness probe sent no signal that ends it"
+    finally:
+        proc.kill()
+        proc.join()
+
+    def not_ours(pid: int, signum: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", not_ours)
+    assert not caller_gone(f"{socket.gethostname()}:{proc.pid}:1"), "another user's process: alive"
+
+
 # -- the watch -------------------------------------------------------------------------------------
 
 
@@ -167,7 +194,7 @@ def _other_caller(fn):  # type: ignore[no-untyped-def]
         except BaseException as exc:
             out["error"] = exc
 
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)  # a mutant that loops forever must not keep the process
     t.start()
     t.join(timeout=30)
     if "error" in out:
@@ -468,7 +495,7 @@ def test_the_detail_is_the_root_cause_in_one_short_line():
     long = transport_failure(_raised(ConnectionRefusedError(111, "x\n" * 150), RuntimeError("wrapper")))
     detail = "[Errno 111] " + "x " * 92 + "x..."
     assert len(detail) == 200 and long is not None and str(long) == f"RuntimeError: connection refused ({detail})"
-    empty = transport_failure(_raised(httpx.ReadTimeout(""), RuntimeError("wrapper")))
+    empty = transport_failure(_raised(httpx.ReadTimeout(""), ValueError("openai"), RuntimeError("litellm")))
     assert empty is not None and str(empty).endswith("(ReadTimeout)"), "an empty message: the exception's type"
 
 
