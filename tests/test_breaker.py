@@ -506,3 +506,103 @@ def test_an_http_reply_is_never_a_transport_failure_whatever_its_text_says():
 
 def test_connection_failures_are_transient_for_callers_that_do_not_know_them():
     assert issubclass(ConnectionFailure, TransientProviderError)
+
+
+def test_runs_that_meet_the_verdict_stop_with_the_same_line_without_calling():
+    clock, store = Clock(), Store()
+    spec = ModelSpec(label="served", model="openai/x", api_base=URL, max_tokens=8)
+
+    def client(provider: Provider) -> LLMClient:
+        watch = EndpointWatch(store, scope="s", clock=clock, sleep=clock.sleep)
+        retry = RetryPolicy(max_attempts=2, base_delay_s=1.0, max_delay_s=8.0)
+        return LLMClient({"served": spec}, {"default": "served"}, retry=retry, providers={"litellm": provider},
+                         sleep=clock.sleep, endpoints=watch)  # fmt: skip
+
+    first = Scripted(refused())
+    with pytest.raises(EndpointUnreachable):
+        client(first).complete([{"role": "user", "content": "hi"}])
+    later = Scripted("never asked")
+    with pytest.raises(EndpointUnreachable) as info:
+        client(later).complete([{"role": "user", "content": "hi"}])
+    assert later.calls == 0
+    reason = "connection refused (2 attempts; it has not answered once in this run)"
+    assert str(info.value) == unreachable_line(spec, URL, reason)
+
+
+def test_a_caller_that_failed_while_another_probed_stops_with_the_probers_line():
+    clock, store = Clock(), Store()
+    spec = ModelSpec(label="served", model="openai/x", api_base=URL, max_tokens=8)
+    prober = EndpointWatch(store, scope="s", clock=clock, sleep=clock.sleep)
+    assert prober.failed(URL, connected=False, lease_s=60) == "probe"
+
+    def verdict(seconds: float) -> None:
+        prober.give_up(URL, "TLS handshake failed (self-signed certificate) (6 attempts; ...)")
+
+    waiter = EndpointWatch(store, scope="s", clock=clock, sleep=verdict)
+    first_check = {"done": False}
+    real_check = waiter.check
+
+    def check_once_idle(endpoint: str, lease_s: float = 0.0) -> str | None:
+        if not first_check["done"]:  # it started before the probe: its first call goes out
+            first_check["done"] = True
+            return None
+        return real_check(endpoint, lease_s)
+
+    waiter.check = check_once_idle  # type: ignore[method-assign]
+    client = LLMClient({"served": spec}, {"default": "served"}, providers={"litellm": Scripted(refused())},
+                       sleep=clock.sleep, endpoints=waiter)  # fmt: skip
+    with pytest.raises(EndpointUnreachable) as info:
+        _other_caller(lambda: client.complete([{"role": "user", "content": "hi"}]))
+    assert str(info.value) == unreachable_line(
+        spec, URL, "TLS handshake failed (self-signed certificate) (6 attempts; ...)"
+    )
+
+
+def test_a_run_waits_for_a_live_prober_until_its_lease_ends():
+    """lease = timeout + max_delay + 30 s: a prober silent for 100 s of a 158 s lease is waited for 58 s more."""
+    clock, store = Clock(), Store()
+    store.update("s|" + URL, lambda s: EndpointState(prober="another-host:1:1", beat=clock.now - 100))
+    spec = ModelSpec(label="served", model="openai/x", api_base=URL, max_tokens=8, timeout_s=120)
+    watch = EndpointWatch(store, scope="s", clock=clock, sleep=clock.sleep, poll_s=0.5)
+    provider = Scripted(refused(), "ok")
+    client = LLMClient({"served": spec}, {"default": "served"}, providers={"litellm": provider},
+                       retry=RetryPolicy(max_attempts=3, base_delay_s=0.0, max_delay_s=8.0),
+                       sleep=clock.sleep, endpoints=watch)  # fmt: skip
+    assert client.complete([{"role": "user", "content": "hi"}]).text == "ok"
+    assert 58.0 <= sum(clock.slept) < 58.5 + 1e-9, sum(clock.slept)
+    assert store.read("s|" + URL).answered
+
+
+def test_the_request_built_is_the_one_sent_and_empty_replies_end_as_infra_errors():
+    seen: list[Request] = []
+
+    class Recording(Scripted):
+        def __call__(self, spec: ModelSpec, request: Request) -> ProviderResult:
+            seen.append(request)
+            return super().__call__(spec, request)
+
+    clock = Clock()
+    with pytest.raises(InfraError, match=r"failed 3 times; last error: empty output$"):
+        _client(Recording(""), clock).complete([{"role": "user", "content": "hello there"}])
+    assert len(seen) == 3 and all(r.messages == [{"role": "user", "content": "hello there"}] for r in seen)
+
+
+def test_an_outage_stop_is_counted_and_names_the_model_the_url_and_the_last_error():
+    clock, provider = Clock(), Scripted("ok", refused())
+    meter = UsageMeter()
+    client = _client(provider, clock, window=10.0).with_context(meter=meter)
+    client.complete([{"role": "user", "content": "hi"}])
+    with pytest.raises(ProviderOutage) as info:
+        client.complete([{"role": "user", "content": "next"}], account="planner")
+    assert str(info.value).startswith(f"model 'served' at {URL} stopped answering ")
+    assert "; last error: InternalServerError: connection refused; the sample" in str(info.value)
+    retries = provider.calls - 2
+    assert meter.by_role()["planner"]["errors"] == 1 and meter.by_role()["planner"]["retries"] == retries
+
+
+def test_an_in_process_model_never_touches_the_sweeps_breaker():
+    store = CountingStore()
+    spec = ModelSpec(label="mock", provider="mock", model="mock/x")
+    watch = EndpointWatch(store, scope="s")
+    LLMClient({"mock": spec}, {"default": "mock"}, endpoints=watch).complete([{"role": "user", "content": "hi"}])
+    assert store.updates == 0 and store.reads == 0
