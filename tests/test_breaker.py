@@ -558,13 +558,15 @@ def test_a_caller_that_failed_while_another_probed_stops_with_the_probers_line()
     )
 
 
-def test_a_run_waits_for_a_live_prober_until_its_lease_ends():
-    """lease = timeout + max_delay + 30 s: a prober silent for 100 s of a 158 s lease is waited for 58 s more."""
+@pytest.mark.parametrize("first", ["ok", "refused"])
+def test_a_run_waits_for_a_live_prober_until_its_lease_ends(first):
+    """lease = timeout + max_delay + 30 s: a prober silent for 100 s of a 158 s lease is waited for 58 s more,
+    before the first call (or, for a call that went out, before its retry)."""
     clock, store = Clock(), Store()
     store.update("s|" + URL, lambda s: EndpointState(prober="another-host:1:1", beat=clock.now - 100))
     spec = ModelSpec(label="served", model="openai/x", api_base=URL, max_tokens=8, timeout_s=120)
     watch = EndpointWatch(store, scope="s", clock=clock, sleep=clock.sleep, poll_s=0.5)
-    provider = Scripted(refused(), "ok")
+    provider = Scripted(refused(), "ok") if first == "refused" else Scripted("ok")
     client = LLMClient({"served": spec}, {"default": "served"}, providers={"litellm": provider},
                        retry=RetryPolicy(max_attempts=3, base_delay_s=0.0, max_delay_s=8.0),
                        sleep=clock.sleep, endpoints=watch)  # fmt: skip
