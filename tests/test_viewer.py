@@ -347,3 +347,42 @@ def test_the_audit_log_filters_by_event_kind(results):
     log = data.audit(results, AECG, kind)
     assert log["total"] == sum(e["event"] == kind for e in events) and {e["event"] for e in log["events"]} == {kind}
     assert data.audit(results, AECG, "", limit=3)["events"] == events[:3]
+
+
+def test_the_reports_table_cells_link_to_the_runs_behind_them_in_the_viewer(tmp_path):
+    """Table 1's cells link to the viewer's run list filtered to that cell's runs (every seed), and the
+    viewer serves the report at /report/ so the links resolve there."""
+    from html import unescape
+    from urllib.parse import parse_qsl
+
+    from report_fixtures import write_grid
+
+    from aecg_bench.analysis.site import write_report
+
+    root = tmp_path / "results"
+    write_grid(
+        root,
+        experiment="aecg_table1",
+        frameworks=["autogen", "macnet"],
+        benchmarks=["pddl", "fever"],
+        memories=["no_memory", "aecg"],
+        seeds=[0, 1, 2],
+        n=4,
+        rate=lambda fw, bench, mem: 0.5 if mem == "aecg" else 0.25,
+    )
+    page = write_report(root, root / "report", n_boot=50)["html"].read_text()
+    links = [dict(parse_qsl(unescape(h))) for h in re.findall(r'<a href="/#runs\?([^"]+)">', page)]
+    assert len(links) == 2 * (2 * 2 + 2)  # memories x (framework x benchmark cells + one Avg per framework)
+    runs = data.runs(root)
+    for where in links:
+        behind = [r for r in runs if all(str(r[k]) == v for k, v in where.items())]
+        expected = 3 if "benchmark" in where else 6  # three seeds; an Avg cell: both benchmarks
+        assert len(behind) == expected, where
+    srv = serve(root, port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{srv.server_address[1]}/report/index.html", timeout=30) as res:
+            assert b'href="/#runs?' in res.read()
+    finally:
+        srv.shutdown()
+        srv.server_close()
