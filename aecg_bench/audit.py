@@ -2,12 +2,15 @@
 
 Each event gets a sequence number. The number is part of the memory snapshot,
 so on resume the runner truncates the file back to the snapshot and replays,
-and the log never holds an event twice.
+and the log never holds an event twice. The events cut are first appended to
+`audit.jsonl.cut`, and dropped from there only once the replay has written them
+again (`discard_cut`): a resume that fails midway loses no line.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,17 +58,35 @@ class AuditLog:
         self.close()
         return set_aside_bad_lines(self.path)
 
+    @property
+    def cut_path(self) -> Path | None:
+        return self.path.with_name(self.path.name + ".cut") if self.path is not None else None
+
     def truncate_to(self, seq: int) -> None:
-        """Drop events after `seq` (events recorded after the snapshot being restored)."""
+        """Drop events after `seq` (events recorded after the snapshot being restored); they are kept in
+        `cut_path` until the replay has recorded them again."""
         self.close()
-        kept = [e for e in self.read() if e["seq"] <= seq]
+        events = self.read()
+        kept = [e for e in events if e["seq"] <= seq]
         if self.path is None:
             self.events = kept
         else:
+            cut = [e for e in events if e["seq"] > seq]
+            if cut:
+                assert self.cut_path is not None
+                with self.cut_path.open("a", encoding="utf-8") as fh:
+                    fh.write("".join(json.dumps(e, sort_keys=True) + "\n" for e in cut))
+                    fh.flush()
+                    os.fsync(fh.fileno())
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in kept), encoding="utf-8")
             tmp.replace(self.path)
         self.seq = seq
+
+    def discard_cut(self) -> None:
+        """The replay recorded the cut events again: their copy is no longer needed."""
+        if self.cut_path is not None:
+            self.cut_path.unlink(missing_ok=True)
 
     def close(self) -> None:
         if self._fh is not None:

@@ -3,6 +3,7 @@
 The runner turns each into a recorded outcome instead of a crash:
 `InfraError` ends a sample as `infra_error` (redone on resume), `ConfigError`
 and `DataError` stop before any sample runs, with one clear line.
+`ProviderOutage` stops the run as `interrupted` (resumable);
 `RunStateError` (a damaged or unwritable run file) stops the run with one line
 naming the file and what to do; `RunRefused` (the run is locked by another
 process, or holds another configuration) stops before touching anything.
@@ -37,6 +38,11 @@ class CacheMissError(AecgBenchError):
 
 class BudgetExceededError(AecgBenchError):
     """The next paid call would take the sweep past `runtime.max_cost_usd`; the run stops, resumable."""
+
+
+class ProviderOutage(AecgBenchError):
+    """A model endpoint that had answered stopped answering for longer than the outage window: the run
+    stops `interrupted` (nothing of the sample in flight is recorded), resumable once it is back."""
 
 
 class RunStateError(AecgBenchError):

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.errors import AecgBenchError, BudgetExceededError, ConfigError, RunRefused, one_line, unknown_choice
+from aecg_bench.errors import AecgBenchError, ConfigError, one_line, unknown_choice
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("framework", "benchmark", "memory", "model", "runtime", "experiment", "preset", "arm")
@@ -83,50 +83,140 @@ def resolve(cfg: Any) -> dict[str, Any]:
 
 
 def secret_envs(raw: dict[str, Any]) -> list[str]:
-    """The environment variables the configured models read their keys from."""
+    """The environment variables the configured models and the embedder read their keys from."""
     models = (raw.get("model") or {}).get("models") or {}
-    return sorted({m["api_key_env"] for m in models.values() if isinstance(m, dict) and m.get("api_key_env")})
+    sources = [m for m in models.values() if isinstance(m, dict)]
+    if isinstance(raw.get("embedder"), dict):
+        sources.append(raw["embedder"])
+    return sorted({str(m["api_key_env"]) for m in sources if m.get("api_key_env")})
+
+
+MAX_SWEEP_CHECKS = 100  # composes spent checking the other values of a sweep (each ~50 ms)
 
 
 def precheck(argv: list[str]) -> dict[str, Any]:
-    """Compose and validate the command's config (first value of each sweep) before Hydra runs,
-    so a typo fails in one line (with the valid keys) instead of a Hydra error block.
-    Returns that config (its key variables redact the console; it says whether to serve the model)."""
-    from hydra import compose, initialize_config_dir
+    """Compose and validate the command's config before Hydra runs, so a typo fails in one line (with
+    the valid keys) instead of a Hydra error block: the first value of every sweep, then each other
+    value of each sweep in turn (an override valid for only some runs of a sweep is named with the
+    run it breaks). Returns the first configuration (its key variables redact the console; it says
+    whether to serve the model)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import ConfigCompositionException, OverrideParseException
-
-    from aecg_bench.runner.config import parse_run_config, validate_components
+    from hydra.errors import OverrideParseException
 
     args = [a for a in argv if not a.startswith("-")]
     try:
-        parsed = OverridesParser.create().parse_overrides(args)
+        parsed = [
+            ov for ov in OverridesParser.create().parse_overrides(args) if not ov.get_key_element().startswith("hydra")
+        ]
     except OverrideParseException as exc:
         raise ConfigError(f"cannot parse overrides: {str(exc).splitlines()[0]}") from None
-    first = []
-    for ov in parsed:
-        if ov.get_key_element().startswith("hydra"):
-            continue
-        value = next(iter(ov.sweep_string_iterator())) if ov.is_sweep_override() else ov.get_value_element_as_str()
-        first.append(f"{ov.get_key_element()}={value}")
-
-    def _compose(overrides: list[str]) -> dict[str, Any]:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=overrides)
-        return resolve(cfg)
-
-    try:
-        raw = _compose(first)
-    except ConfigCompositionException as exc:
-        key = re.search(r"Could not override '([^']+)'", str(exc))
-        if key is None:
-            raise ConfigError(str(exc).strip().splitlines()[0]) from None
-        # Let the schema name the valid keys: re-add the unknown key and validate.
-        forced = [f"+{o}" if o.split("=", 1)[0] == key.group(1) else o for o in first]
-        validate_components(parse_run_config(_compose(forced)))
-        raise ConfigError(f"unknown key {key.group(1)!r}") from None
-    validate_components(parse_run_config(raw))
+    values = [
+        list(ov.sweep_string_iterator()) if ov.is_sweep_override() else [ov.get_value_element_as_str()] for ov in parsed
+    ]
+    keys = [ov.get_key_element() for ov in parsed]
+    first = [f"{k}={v[0]}" for k, v in zip(keys, values, strict=True)]
+    raw = compose_checked(first)
+    variants = [(i, v) for i, vs in enumerate(values) for v in vs[1:]][:MAX_SWEEP_CHECKS]
+    for i, value in variants:
+        try:
+            compose_checked([*first[:i], f"{keys[i]}={value}", *first[i + 1 :]])
+        except ConfigError as exc:
+            advice = ""
+            if isinstance(exc, MissingKeyError):
+                advice = "; an override must apply to every run of a sweep: sweep the runs that need it on their own"
+            raise ConfigError(f"with {keys[i].lstrip('+~')}={value} (one run of the sweep): {exc}{advice}") from None
     return raw
+
+
+class MissingKeyError(ConfigError):
+    """An override names a key the composed config does not have."""
+
+
+def _compose(overrides: list[str]) -> dict[str, Any]:
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    return resolve(cfg)
+
+
+def _validate(raw: dict[str, Any]) -> None:
+    """The schema's checks, models included, without building anything."""
+    from aecg_bench.runner.config import parse_run_config, validate_components
+
+    cfg = parse_run_config(raw)
+    validate_components(cfg)
+    cfg.model.specs()
+
+
+def compose_checked(overrides: list[str]) -> dict[str, Any]:
+    """One composed, validated configuration; every problem is one ConfigError line. A key the schema
+    knows but the YAML lacks is named with the `+` that adds it; one that does not exist is named with
+    where the path stops and what is there (or the schema's valid keys)."""
+    from hydra.errors import ConfigCompositionException
+
+    forced, missing = list(overrides), []
+    while True:
+        try:
+            raw = _compose(forced)
+            break
+        except ConfigCompositionException as exc:
+            found = re.search(r"Could not override '([^']+)'", str(exc))
+            if found is None or found.group(1) in missing:
+                raise ConfigError(one_line(str(exc).strip().splitlines()[0])) from None
+            missing.append(found.group(1))
+            forced = [f"+{o}" if o.split("=", 1)[0] == found.group(1) else o for o in forced]
+    if not missing:
+        _validate(raw)
+        return raw
+    given = {o.split("=", 1)[0]: o for o in overrides}
+    try:
+        _validate(raw)
+    except ConfigError as exc:
+        if "unknown key" in str(exc):  # the schema names the valid keys and the closest match
+            raise
+        as_composed = _compose_without(raw, missing)
+        stops = [_where_it_stops(as_composed, key) for key in missing]
+        raise MissingKeyError(next((s for s in stops if s), str(exc))) from None
+    adds = " ".join(f"+{given[key]}" for key in missing)
+    raise MissingKeyError(
+        f"{'keys' if len(missing) > 1 else 'key'} {', '.join(repr(k) for k in missing)} "
+        f"{'are' if len(missing) > 1 else 'is'} not in the composed config; add with a '+': {adds}"
+    )
+
+
+def _where_it_stops(raw: dict[str, Any], key: str) -> str:
+    """'model.models.served.timeout_s' when model=mock: where the path leaves the composed config."""
+    node: Any = raw
+    parts = key.split(".")
+    for depth, part in enumerate(parts[:-1]):
+        if not isinstance(node, dict) or part not in node:
+            where = ".".join(parts[:depth]) or "the config"
+            there = ", ".join(sorted(node)) if isinstance(node, dict) else "no keys"
+            return f"{key!r} does not exist here: {where!r} has no {part!r} (it has: {there})"
+        node = node[part]
+    return ""
+
+
+def _compose_without(raw: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """`raw` without what forced `+key=value` overrides put there (the paths as the YAML composed them)."""
+    import copy
+
+    out = copy.deepcopy(raw)
+    for key in keys:
+        parts = key.split(".")
+        chain = [out]
+        for part in parts[:-1]:
+            nxt = chain[-1].get(part) if isinstance(chain[-1], dict) else None
+            if not isinstance(nxt, dict):
+                break
+            chain.append(nxt)
+        else:
+            chain[-1].pop(parts[-1], None)
+            for depth in range(len(parts) - 2, -1, -1):  # drop the dicts the '+' created and nothing else holds
+                if chain[depth + 1] == {}:
+                    chain[depth].pop(parts[depth], None)
+    return out
 
 
 def launcher_jobs(argv: list[str]) -> int | None:
@@ -152,7 +242,7 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
     """
     from aecg_bench.errors import io_error
     from aecg_bench.runner import lifecycle
-    from aecg_bench.runner.batch import run_plan
+    from aecg_bench.runner.batch import end_status, run_plan
     from aecg_bench.runner.build import build
     from aecg_bench.runner.config import parse_run_config
     from aecg_bench.runner.identity import Redactor
@@ -175,14 +265,7 @@ def run_from_config(raw: dict[str, Any], *, in_sweep: bool = False) -> dict[str,
     except AecgBenchError as exc:
         if not in_sweep:
             raise
-        status = (
-            "refused"
-            if isinstance(exc, RunRefused)
-            else "stopped"
-            if isinstance(exc, BudgetExceededError)
-            else "failed"
-        )
-        _sweep_report(where, status, redactor(one_line(exc)))
+        _sweep_report(where, end_status(exc), redactor(one_line(exc)))
         return None
     except KeyboardInterrupt:
         if in_sweep:

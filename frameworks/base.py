@@ -43,6 +43,7 @@ from aecg_bench.contracts import AgentContext, Environment
 from aecg_bench.llm.client import Completion
 from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.types import (
+    UNPARSED_ARGUMENTS,
     Action,
     DecisionNode,
     Level,
@@ -292,9 +293,15 @@ class EnvLoop:
         self.trajectory.steps.append(
             Step(index=self.steps_taken, action=action, observation=obs, decision_id=decision_id)
         )
-        if not obs.valid:
+        unreadable = unreadable_arguments(action)
+        if not obs.valid or unreadable:
             self.trajectory.invalid_actions += 1
-        self.unparsable_in_row = 0
+        self.unparsable_in_row = self.unparsable_in_row + 1 if unreadable else 0
+        if unreadable and self.unparsable_in_row > self.ctx.max_invalid_actions:
+            # answered by the environment (with an error), but no more usable than an unparsable output:
+            # as many in a row end the sample instead of running it to the step limit
+            self.trajectory.status = Status.MODEL_ERROR
+            self.trajectory.error = f"{self.unparsable_in_row} tool calls in a row with arguments that are not JSON; last: {unreadable[:200]!r}"
         self.last = obs
         if self.ctx.on_step is not None:
             self.ctx.on_step(self.steps_taken)
@@ -335,6 +342,14 @@ class EnvLoop:
         if self.trajectory.status == Status.OK and not (self.last and self.last.done) and self.out_of_steps:
             self.trajectory.status = Status.LIMIT_EXCEEDED
             self.trajectory.error = f"step limit {self.max_steps} reached"
+
+
+def unreadable_arguments(action: Action) -> str:
+    """The raw arguments of the action's first tool call whose arguments were not JSON ("" if none)."""
+    for call in action.tool_calls if action.kind == "tool" else ():
+        if UNPARSED_ARGUMENTS in call.arguments:
+            return str(call.arguments[UNPARSED_ARGUMENTS])
+    return ""
 
 
 def action_from_completion(task: Task, completion: Completion) -> Action | None:

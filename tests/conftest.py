@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +105,18 @@ def crash_then_resume(make_config, monkeypatch, args: list[str], after: int) -> 
         run_from_config(make_config(*args, "experiment_name=crashed"))
     monkeypatch.setattr(batch, "_run_item", real_run_item)
     return clean, run_from_config(make_config(*args, "experiment_name=crashed"))
+
+
+@contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `where` (a real full disk); skips the test unless root can mount one."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and the mount command")
+    where.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)

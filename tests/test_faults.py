@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, small_tmpfs
 
 from aecg_bench.errors import ConfigError, RunRefused, RunStateError
 from aecg_bench.jsonl import append_jsonl, read_jsonl, repair
@@ -610,16 +610,8 @@ def test_a_full_disk_inside_a_sample_stops_the_run_instead_of_failing_every_samp
     assert not is_fatal(ValueError("a sample's own bug"))
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_really_full_disk_still_records_the_final_status(make_config, tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mnt)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small", "6m") as mnt:
         cfg = make_config(*RUN, "benchmark.params.size=40", f"runtime.results_root={mnt}", "runtime.cache.mode=off")
         rd = _rd(mnt)
         filled = False
@@ -656,8 +648,6 @@ def test_a_really_full_disk_still_records_the_final_status(make_config, tmp_path
         header = json.loads(rd.run_json.read_text())
         assert header["status"] == "failed" and "No space left" in header["error"]
         assert len(rd.records()) == 4
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 # -- point 6: config errors ---------------------------------------------------------------------

@@ -3,6 +3,9 @@ sharing between limiter instances (as between processes) and the client honourin
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -189,3 +192,84 @@ def test_a_caller_that_wakes_into_a_block_queues_again_behind_it(tmp_path):
     block_end = clock.now + 1.0 + 5.0
     rl.acquire("k", limit, 0)  # due in 1 s; wakes into a 5 s block
     assert clock.now == pytest.approx(block_end + 1.0)  # first in line after the block: its lapsed slot returned
+
+
+class VirtualTime:
+    """Time for several threads (processes of a sweep): it jumps to the next wake-up once every thread
+    sleeps, so concurrent callers interleave as they would in real time, without real waiting."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.cv = threading.Condition()
+        self.active = 0
+        self.wakes: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.cv:
+            wake = self.now + seconds
+            if wake <= self.now:
+                return
+            self.wakes.append(wake)
+            self.active -= 1
+            self._advance()
+            while self.now < wake:
+                self.cv.wait()
+
+    def _advance(self) -> None:
+        if self.active == 0 and self.wakes:
+            self.now = max(self.now, min(self.wakes))
+            woken = [w for w in self.wakes if w <= self.now]
+            self.wakes = [w for w in self.wakes if w > self.now]
+            self.active += len(woken)
+            self.cv.notify_all()
+
+    def run(self, callers: list) -> None:
+        def wrapped(fn) -> None:  # type: ignore[no-untyped-def]
+            try:
+                fn()
+            finally:
+                with self.cv:
+                    self.active -= 1
+                    self._advance()
+
+        self.active = len(callers)
+        threads = [threading.Thread(target=wrapped, args=(fn,)) for fn in callers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+
+
+def test_callers_waiting_through_a_retry_after_resume_paced_not_bunched(tmp_path):
+    """Six processes queue at 3 requests/s; the first request meets a 429 with Retry-After 3 s. Every
+    caller waiting meanwhile is released after the block one interval apart: never two in one third of
+    a second, never more than 3 in any second, none inside the block."""
+    clock = VirtualTime()
+    limit = RateLimit(requests_per_minute=180, burst_s=1 / 3)
+    admitted: list[float] = []
+    block_at: list[float] = []
+
+    def caller(who: int):  # type: ignore[no-untyped-def]
+        def go() -> None:
+            rl = SharedRateLimiter(tmp_path / "rl.sqlite", clock=clock, sleep=clock.sleep)
+            for i in range(3):
+                rl.acquire("k", limit, 0)
+                if who == 0 and i == 0:  # the provider answers 429, Retry-After: 3
+                    block_at.append(clock.now)
+                    rl.block("k", limit, 3.0)
+                    continue
+                admitted.append(clock.now)
+
+        return go
+
+    clock.run([caller(i) for i in range(6)])
+    assert len(admitted) == 17
+    (blocked,) = block_at
+    assert not [t for t in admitted if blocked < t < blocked + 3.0], "nothing inside the Retry-After window"
+    after = sorted(t for t in admitted if t >= blocked + 3.0)
+    gaps = [b - a for a, b in itertools.pairwise(after)]
+    assert min(gaps) == pytest.approx(1 / 3), "one interval apart, none released together"
+    assert max(sum(1 for b in after if a <= b < a + 1.0 - 1e-9) for a in after) <= 3

@@ -19,11 +19,22 @@ storing (one warning) instead of waiting again on every call. A file that is
 not a usable SQLite database (garbage, truncated) stops the run with one line.
 
 SQLite on a network file system is unsafe for concurrent writers (its locks
-are unreliable there, and WAL needs shared memory), so jobs of a cluster write
-shards instead (`shard=`): each process writes its own file under
-`<cache>.shards/` in rollback-journal mode and reads the main cache as an
-immutable file; `merge_shards` folds the shards into the main cache after the
-sweep, the earliest answer for a key winning.
+are unreliable there, and WAL needs shared memory), so runs on a cluster write
+shards instead (`shard=`): each run writes its own file under `<cache>.shards/`
+(named after the run's directory, so a requeued job continues its run's shard)
+in rollback-journal mode and reads the main cache as an immutable file. Reads
+look in the run's shard first, then in the main cache, so a run, its resume and
+its replay see exactly the answers the run saw. `merge_shards` folds the shards
+into the main cache after the sweep: a key already there is never replaced, a
+new key gets its earliest answer, and a run whose shard holds another answer
+for a key is listed in the main cache's `conflicts` table. Runs of one sharded
+sweep do not share answers they both miss (each keeps its own); a `read_only`
+replay whose shard is gone refuses, naming the key, where the merged answer is
+not the one the run saw.
+
+Files are opened by path or by a percent-encoded `file:` URI, never by
+formatting a path into a URI: `#`, `?`, `%`, spaces and non-ASCII characters in
+a results path are fine.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from aecg_bench.errors import CacheMissError, ConfigError, RunStateError
+from aecg_bench.errors import CacheMissError, ConfigError, RunStateError, one_line
 
 CacheMode = Literal["off", "read_write", "read_only"]
 CACHE_MODES: tuple[str, ...] = ("off", "read_write", "read_only")
@@ -54,6 +65,8 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+# Written by merge_shards: runs (shards) that saw another answer for a key than the main cache holds.
+_CONFLICTS = "CREATE TABLE IF NOT EXISTS conflicts (key TEXT NOT NULL, shard TEXT NOT NULL, PRIMARY KEY (key, shard))"
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -71,8 +84,23 @@ def shard_dir(path: Path) -> Path:
 
 
 def shard_name() -> str:
-    """One shard per process: host and pid (a requeued job is a new process with a new shard)."""
+    """A name per process: host and pid (the sweep budget's files)."""
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def run_shard(run_dir: Path, results_root: Path) -> str:
+    """A run's shard: its directory below the results root, one file name (the same on every node)."""
+    try:
+        parts = run_dir.relative_to(results_root).parts
+    except ValueError:
+        parts = run_dir.parts[-6:]
+    return "+".join(parts)
+
+
+def sqlite_uri(path: Path, **query: str) -> str:
+    """A `file:` URI for SQLite that survives any character in the path (`#`, `?`, `%`, spaces)."""
+    uri = path.absolute().as_uri()
+    return uri + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
 class ResponseCache:
@@ -83,15 +111,20 @@ class ResponseCache:
         *,
         lock_timeout_s: float = 10.0,
         shard: str | None = None,
+        shard_writes: bool = True,
     ) -> None:
+        """`shard` names the run's shard: read first in every mode; written in `read_write` when
+        `shard_writes` (clusters); otherwise the run writes the main cache."""
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; valid choices: {', '.join(CACHE_MODES)}")
         if mode != "off" and path is None:
             raise ConfigError(f"cache mode {mode!r} needs a cache path")
         self.path = path
         self.mode: CacheMode = mode
-        # Where this process writes: the main file, or its own shard next to it.
-        self.write_path = shard_dir(path) / f"{shard}.sqlite" if shard and path and mode == "read_write" else path
+        self.shard = shard
+        self.shard_path = shard_dir(path) / f"{shard}.sqlite" if shard and path else None
+        # Where this run writes: the main file, or its own shard next to it.
+        self.write_path = self.shard_path if shard_writes and mode == "read_write" and self.shard_path else path
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
@@ -132,7 +165,7 @@ class ResponseCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             assert self.write_path is not None
-            uri = f"file:{self.write_path}?mode=ro" if self.mode == "read_only" else f"file:{self.write_path}"
+            uri = sqlite_uri(self.write_path, **({"mode": "ro"} if self.mode == "read_only" else {}))
             conn = _connect(uri, self.lock_timeout_s)
             if self.mode != "read_only":
                 # one writer per shard: no shared memory needed (WAL's would not work on a network file system)
@@ -155,15 +188,41 @@ class ResponseCache:
             self._local.merged = conn
         return conn
 
+    def _own_shard(self) -> sqlite3.Connection | None:
+        """The run's shard when this run does not write it (a replay, a resume off the cluster)."""
+        if self.sharded or self.shard_path is None or self.mode == "off":
+            return None
+        conn = getattr(self._local, "shard", None)
+        if conn is None:
+            if not self.shard_path.exists():
+                return None
+            conn = _connect(sqlite_uri(self.shard_path, mode="ro"), self.lock_timeout_s)
+            self._local.shard = conn
+        return conn
+
+    def _sources(self) -> list[sqlite3.Connection]:
+        """Where a key is looked up, in order: the run's own shard, then the main cache."""
+        if self.sharded:
+            return [c for c in (self._conn(), self._merged()) if c is not None]
+        return [c for c in (self._own_shard(), self._conn()) if c is not None]
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored response, or None (mode off, or a miss in read_write)."""
         if self.mode == "off":
             return None
+        row = None
         try:
-            merged = self._merged()
-            row = merged.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone() if merged else None
-            if row is None:
-                row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            for conn in self._sources():
+                row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+                if row is not None:
+                    main = conn is (self._merged() if self.sharded else self._conn())
+                    if main and self.mode == "read_only" and self.shard and self._conflicts(conn, key):
+                        raise CacheMissError(
+                            f"replay refused: run {self.shard} saw another answer for key {key} than the merged cache "
+                            f"{self.path} holds (its sweep wrote shards), and its shard {self.shard_path} is gone; "
+                            "restore the shard to replay this run exactly"
+                        )
+                    break
         except sqlite3.Error as exc:
             raise self._unusable(exc) from None
         if row is None:
@@ -179,6 +238,13 @@ class ResponseCache:
             return None
         self.hits += 1
         return json.loads(row[0])
+
+    def _conflicts(self, conn: sqlite3.Connection, key: str) -> bool:
+        try:
+            found = conn.execute("SELECT 1 FROM conflicts WHERE key = ? AND shard = ?", (key, self.shard)).fetchone()
+        except sqlite3.OperationalError:  # a cache no merge has written to
+            return False
+        return found is not None
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> dict[str, Any]:
         """Store `value` unless the key is already stored; returns the stored (first-written) value."""
@@ -212,15 +278,14 @@ class ResponseCache:
 
     def _rows(self) -> dict[str, tuple[str, str, str, float]]:
         rows: dict[str, tuple[str, str, str, float]] = {}
-        for conn in (self._conn(), self._merged()):  # own shard first, then the main cache (which wins)
-            if conn is not None:
-                rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
+        for conn in reversed(self._sources()):  # the main cache, then the run's shard (which wins, as in `get`)
+            rows.update({r[0]: r for r in conn.execute("SELECT key, model, value, created FROM responses")})
         return rows
 
     def __len__(self) -> int:
         if self.mode == "off":
             return 0
-        if not self.sharded:
+        if len(self._sources()) == 1:
             return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         return len(self._rows())
 
@@ -240,21 +305,30 @@ class ResponseCache:
 
 
 def merge_shards(path: Path) -> tuple[int, int]:
-    """Fold every shard of the cache at `path` into it; the earliest answer for a key wins, whatever the
-    order of merging. Idempotent (shards are kept). Returns (shards merged, entries added)."""
+    """Fold every shard of the cache at `path` into it. A key already in the main cache keeps its answer
+    (a run may have read it); a new key gets the earliest answer any shard holds (ties: shard name), so
+    the result does not depend on the order of merging; every shard whose answer differs from the one
+    kept is recorded in `conflicts` (its run's replay needs its shard). Idempotent (shards are kept).
+    Returns (shards merged, entries added)."""
     shards = sorted(shard_dir(path).glob("*.sqlite"))
     main = _writable(path, "WAL")
+    main.execute(_CONFLICTS)
     before = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    main.execute("CREATE TEMP TABLE incoming (key TEXT, model TEXT, value TEXT, created REAL, shard TEXT)")
     for shard in shards:
-        main.execute("ATTACH DATABASE ? AS shard", (f"file:{shard}?mode=ro",))
-        main.execute("BEGIN IMMEDIATE")
-        main.execute(
-            "INSERT INTO responses SELECT key, model, value, created FROM shard.responses WHERE true "
-            "ON CONFLICT(key) DO UPDATE SET model = excluded.model, value = excluded.value, created = excluded.created "
-            "WHERE excluded.created < responses.created"
-        )
-        main.execute("COMMIT")
+        main.execute("ATTACH DATABASE ? AS shard", (sqlite_uri(shard, mode="ro"),))
+        main.execute("INSERT INTO incoming SELECT key, model, value, created, ? FROM shard.responses", (shard.stem,))
         main.execute("DETACH DATABASE shard")
+    main.execute("BEGIN IMMEDIATE")
+    main.execute(
+        "INSERT OR IGNORE INTO responses SELECT key, model, value, created FROM incoming ORDER BY created, shard"
+    )
+    main.execute(
+        "INSERT OR IGNORE INTO conflicts SELECT i.key, i.shard FROM incoming i "
+        "JOIN responses r ON r.key = i.key WHERE i.value != r.value"
+    )
+    main.execute("COMMIT")
+    main.execute("DROP TABLE incoming")
     after = main.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     main.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # readers that open it immutable see everything
     main.close()
@@ -267,7 +341,7 @@ def _read_only_uri(path: Path) -> str:
     locks while a writer on this machine still holds entries in its write-ahead log."""
     wal = path.with_name(path.name + "-wal")
     pending = wal.exists() and wal.stat().st_size > 0
-    return f"file:{path}?mode=ro" if pending else f"file:{path}?mode=ro&immutable=1"
+    return sqlite_uri(path, mode="ro") if pending else sqlite_uri(path, mode="ro", immutable="1")
 
 
 def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
@@ -275,7 +349,7 @@ def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
 
 
 def _writable(path: Path, journal: str) -> sqlite3.Connection:
-    conn = _connect(f"file:{path}", 60.0)
+    conn = _connect(sqlite_uri(path), 60.0)
     conn.execute(f"PRAGMA journal_mode={journal}")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(_SCHEMA)
@@ -285,12 +359,17 @@ def _writable(path: Path, journal: str) -> sqlite3.Connection:
 def main(argv: list[str] | None = None) -> int:
     """`python -m aecg_bench.llm.cache merge results/.cache/llm.sqlite`: fold a cluster sweep's shards."""
     import argparse
+    import sys
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("command", choices=["merge"])
     parser.add_argument("path", type=Path)
     args = parser.parse_args(argv)
-    n_shards, added = merge_shards(args.path)
+    try:
+        n_shards, added = merge_shards(args.path)
+    except sqlite3.Error as exc:
+        print(f"error: cannot merge the shards of {args.path}: {one_line(exc)}", file=sys.stderr)
+        return 2
     print(f"merged {n_shards} shards into {args.path}: {added} new entries")
     return 0
 

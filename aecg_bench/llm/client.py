@@ -18,6 +18,8 @@ what each sample cost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import random
 import threading
 import time
@@ -28,10 +30,13 @@ from typing import Any
 from aecg_bench.errors import ConfigError, InfraError, unknown_choice
 from aecg_bench.llm import structured as structured_output
 from aecg_bench.llm import tool_emulation
+from aecg_bench.llm.breaker import EndpointUnreachable, EndpointWatch
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.pricing import cost_of, price_for
 from aecg_bench.llm.providers import (
+    ConnectionFailure,
+    ContextLimitError,
     LiteLLMProvider,
     Provider,
     ProviderResult,
@@ -43,6 +48,8 @@ from aecg_bench.llm.spec import ModelSpec, RetryPolicy
 from aecg_bench.llm.structured import OutputSchema
 from aecg_bench.llm.usage import Usage, UsageMeter
 from aecg_bench.types import ToolCall
+
+log = logging.getLogger("aecg_bench.llm")
 
 # Spec options that change how a call is transported, not what it returns: in-process or served by
 # llama-server (aecg_bench/llm/embedded_server.py), and with how many threads, cache bytes and slots.
@@ -78,6 +85,7 @@ class _Shared:
         sleep: Callable[[float], None],
         rate_limiter: SharedRateLimiter | None,
         budget: SweepBudget | None,
+        endpoints: EndpointWatch | None,
     ) -> None:
         self.models = models
         self.roles = roles
@@ -93,6 +101,10 @@ class _Shared:
         self.prices = {label: price_for(spec) for label, spec in models.items()}
         self.rate_limiter = rate_limiter
         self.budget = budget
+        # connection failures go to the (sweep's) endpoint watch; in-process models have no endpoint
+        self.endpoints = endpoints or EndpointWatch(outage_window_s=retry.outage_window_s, sleep=sleep)
+        self.in_process = EndpointWatch(outage_window_s=retry.outage_window_s, sleep=sleep)
+        self.endpoint_names = {label: endpoint_of(spec) for label, spec in models.items()}
         limited = sorted(label for label, spec in models.items() if spec.rate_limit is not None)
         if limited and rate_limiter is None:
             raise ConfigError(f"models {', '.join(limited)} have a rate_limit but the client has no rate limiter")
@@ -110,6 +122,7 @@ class LLMClient:
         sleep: Callable[[float], None] = time.sleep,
         rate_limiter: SharedRateLimiter | None = None,
         budget: SweepBudget | None = None,
+        endpoints: EndpointWatch | None = None,
         seed: int = 0,
         scope: str = "",
         meters: Sequence[UsageMeter] = (),
@@ -126,6 +139,7 @@ class LLMClient:
             sleep,
             rate_limiter,
             budget,
+            endpoints,
         )
         self.seed = seed
         self.scope = scope
@@ -246,6 +260,7 @@ class LLMClient:
             if budget is not None:  # worst case: the estimated prompt and the whole output allowance
                 budget.check(cost_of(price, Usage(estimate_tokens(request.messages, 0), request.params["max_tokens"])))
             result, retries = self._call_with_retries(spec, request, accounted)
+            result = capped(result, request.params["max_tokens"], spec.label)
             if budget is not None:
                 budget.add(cost_of(price, result.usage))
             # another process may have stored this request's reply meanwhile: use the first one
@@ -345,33 +360,130 @@ class LLMClient:
         return Request(messages=msgs, params=params, tools=list(tools) if tools else None), emulated
 
     def _call_with_retries(self, spec: ModelSpec, request: Request, role: str) -> tuple[ProviderResult, int]:
-        policy = self._shared.retry
-        provider = self._shared.providers[spec.provider]
+        """Attempts until one succeeds. Transient failures count against `max_attempts`; connection
+        failures go through the endpoint watch (llm/breaker.py): an endpoint that never answered stops
+        the run after one cycle, one that answered before is retried until the outage window ends."""
+        policy, endpoint = self._shared.retry, self._shared.endpoint_names[spec.label]
+        watch = self._shared.endpoints if endpoint is not None else self._shared.in_process
+        endpoint = endpoint or spec.model
+        lease = spec.timeout_s + policy.max_delay_s + 30.0  # a prober silent longer than this is gone
+        verdict = watch.check(endpoint, lease)
+        if verdict is not None:
+            raise EndpointUnreachable(unreachable_line(spec, endpoint, verdict))
         last_error = ""
-        limiter, limit = self._shared.rate_limiter, spec.rate_limit
-        for attempt in range(policy.max_attempts):
+        counted = tries = 0  # attempts that count against max_attempts; every retry (accounting)
+        while True:
             try:
-                with self._shared.limits[spec.label]:
-                    if limiter is not None and limit is not None:
-                        estimate = estimate_tokens(request.messages, request.params["max_tokens"])
-                        limiter.acquire(spec.provider_key, limit, estimate)
-                    result = provider(spec, request)
-                    if limiter is not None and limit is not None:
-                        used = result.usage.input_tokens + result.usage.output_tokens
-                        limiter.settle(spec.provider_key, limit, estimate, used)
+                result = self._attempt(spec, request)
+                watch.answered(endpoint)
                 if not result.text.strip() and not result.tool_calls:
                     raise TransientProviderError("empty output")
-                return result, attempt
-            except TransientProviderError as exc:
+                return result, tries
+            except ConnectionFailure as exc:
                 last_error = str(exc)
+                kind = watch.failed(endpoint, connected=exc.connected, lease_s=lease)
+                if kind == "dead":
+                    raise EndpointUnreachable(
+                        unreachable_line(spec, endpoint, watch.check(endpoint, lease) or "")
+                    ) from None
+                if kind == "outage":
+                    down = watch.outage_over(endpoint)
+                    if down is not None:
+                        self._count_error(spec, role, tries)
+                        raise watch.outage(spec.label, endpoint, down, last_error) from None
+                    tries += 1
+                    self._shared.sleep(_backoff(policy, min(tries, 30), None))
+                    continue
+                counted += 1
+                if counted >= policy.max_attempts:
+                    reason = f"{exc.reason} ({counted} attempts; it has not answered once in this run)"
+                    if kind == "probe" and watch.give_up(endpoint, reason) is not None:
+                        self._count_error(spec, role, tries)
+                        raise EndpointUnreachable(unreachable_line(spec, endpoint, reason)) from None
+                    break
+                retry_after = None
+            except TransientProviderError as exc:
+                watch.answered(endpoint)  # an HTTP reply, however bad: the endpoint is there
+                last_error = str(exc)
+                limiter, limit = self._shared.rate_limiter, spec.rate_limit
                 if limiter is not None and limit is not None and exc.retry_after is not None:
                     limiter.block(spec.provider_key, limit, min(exc.retry_after, policy.max_retry_after_s))
-                if attempt + 1 >= policy.max_attempts:
+                counted += 1
+                if counted >= policy.max_attempts:
                     break
-                self._shared.sleep(_backoff(policy, attempt, exc.retry_after))
+                retry_after = exc.retry_after
+            except ContextLimitError:
+                watch.answered(endpoint)
+                raise
+            tries += 1
+            self._shared.sleep(_backoff(policy, counted - 1, retry_after))
+        self._count_error(spec, role, tries)
+        raise InfraError(f"model {spec.label!r} failed {counted} times; last error: {last_error}")
+
+    def _attempt(self, spec: ModelSpec, request: Request) -> ProviderResult:
+        """One provider call under the model's concurrency limit and the shared rate limit."""
+        limiter, limit = self._shared.rate_limiter, spec.rate_limit
+        with self._shared.limits[spec.label]:
+            if limiter is not None and limit is not None:
+                estimate = estimate_tokens(request.messages, request.params["max_tokens"])
+                limiter.acquire(spec.provider_key, limit, estimate)
+            result = self._shared.providers[spec.provider](spec, request)
+            if limiter is not None and limit is not None:
+                used = result.usage.input_tokens + result.usage.output_tokens
+                limiter.settle(spec.provider_key, limit, estimate, used)
+        return result
+
+    def _count_error(self, spec: ModelSpec, role: str, retries: int) -> None:
         for meter in self.meters:
-            meter.add_error(role=role, model=spec.label, retries=policy.max_attempts - 1)
-        raise InfraError(f"model {spec.label!r} failed {policy.max_attempts} times; last error: {last_error}")
+            meter.add_error(role=role, model=spec.label, retries=retries)
+
+
+def endpoint_of(spec: ModelSpec) -> str | None:
+    """What a connection goes to: the server URL, the provider's own endpoint for hosted models, or
+    None for models answered in this process (mock, the embedded model)."""
+    from aecg_bench.llm.embedded_server import serve_mode
+    from aecg_bench.llm.litellm_setup import LOCAL_PROVIDER
+
+    provider = spec.model.partition("/")[0]
+    if spec.api_base:
+        return spec.api_base.rstrip("/")
+    if spec.provider == "mock" or (provider == LOCAL_PROVIDER and serve_mode(spec.options) != "server"):
+        return None
+    return f"{provider} (provider endpoint)" if provider != LOCAL_PROVIDER else f"{spec.model} (llama-server)"
+
+
+def unreachable_line(spec: ModelSpec, endpoint: str, reason: str, then: str = ", then rerun to resume") -> str:
+    """One line: which model, where, why, and what to set (the same for every run of the sweep)."""
+    if spec.api_base:
+        fix = (
+            "start its server there (vLLM: vllm serve <model> --port <port>; llama.cpp: llama-server -m <gguf> "
+            f"--port <port>) or point the model at the right URL (model=server reads AECG_API_BASE; or set "
+            f"model.models.{spec.label}.api_base)"
+        )
+    else:
+        fix = "check the network, the proxy (HTTPS_PROXY) and the provider's status"
+    return f"model {spec.label!r} cannot reach {endpoint}: {reason}; {fix}{then}"
+
+
+# Characters a reply may hold per token of its `max_tokens`: far above any tokenizer's average (about 4), so
+# only a server that ignores the limit meets it (a 10 MB reply once cost 1.8 GB of RAM downstream).
+REPLY_CHARS_PER_TOKEN = 32
+
+
+def capped(result: ProviderResult, max_tokens: int, label: str) -> ProviderResult:
+    """A reply cut to what its `max_tokens` allows (and marked `length`, as a server that honoured it
+    would), before it is cached, parsed or put in a prompt; a warning says so."""
+    limit = max(int(max_tokens or 1), 1) * REPLY_CHARS_PER_TOKEN
+    if len(result.text) <= limit:
+        return result
+    log.warning(
+        "model %r sent %d characters for max_tokens=%d (the server ignored the limit); kept the first %d",
+        label,
+        len(result.text),
+        max_tokens,
+        limit,
+    )
+    return dataclasses.replace(result, text=result.text[:limit], finish_reason="length")
 
 
 def structured_mode(

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aecg_bench.errors import ConfigError, InfraError, unknown_choice
+from aecg_bench.errors import ConfigError, InfraError, one_line, unknown_choice
 
 BACKENDS = ("minilm", "lexical", "qwen3_embedding")
 
@@ -236,7 +236,13 @@ def remote_vectors(remote: RemoteEmbedding, texts: list[str]) -> np.ndarray:
         )
         vecs = np.asarray([row["embedding"] for row in reply.data], dtype=np.float32)
     except Exception as exc:  # provider errors of every kind end the call as one line
-        raise InfraError(f"embedding model {remote.model} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+        from aecg_bench.llm.providers import FatalProviderError, classify_litellm_error
+
+        where = f"embedding model {remote.model}" + (f" at {remote.api_base}" if remote.api_base else "")
+        if isinstance(classify_litellm_error(exc), FatalProviderError):  # a bad key stops the run, as a model's does
+            key_hint = f"; check ${remote.api_key_env}" if remote.api_key_env else ""
+            raise FatalProviderError(one_line(f"{where}: {type(exc).__name__}: {exc}", 300) + key_hint) from None
+        raise InfraError(f"{where} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
     if vecs.shape != (len(texts), remote.dim):
         raise ConfigError(f"embedding model {remote.model} returned shape {vecs.shape}; set embedder.dim to its width")
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)

@@ -3,7 +3,8 @@
 The client above them owns caching, retries, limits and accounting; a provider
 only turns one request into one `ProviderResult` or raises one of:
 `TransientProviderError` (retry: 429, 5xx, timeouts, connection errors,
-empty or malformed responses), `ContextLimitError` (the sample ends as
+empty or malformed responses; `ConnectionFailure` when no HTTP reply came
+back at all), `ContextLimitError` (the sample ends as
 `limit_exceeded`), `FatalProviderError` (auth, unknown model: stop the run,
 since every later call would fail the same way).
 """
@@ -41,6 +42,17 @@ class TransientProviderError(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ConnectionFailure(TransientProviderError):
+    """No HTTP reply at all: refused, unresolvable host, TLS handshake, proxy down (`connected=False`),
+    or a server that accepted the connection and never answered (`connected=True`). The client hands
+    these to its endpoint watch (llm/breaker.py). `reason` is the short cause, for one line."""
+
+    def __init__(self, message: str, reason: str, *, connected: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.connected = connected
 
 
 class ContextLimitError(Exception):
@@ -198,7 +210,53 @@ def classify_litellm_error(exc: Exception) -> Exception:
     if fatal_type or status in FATAL_STATUSES or (status == 400 and "json" not in text):
         shown = f" (HTTP {status})" if status else ""
         return FatalProviderError(one_line(f"{name}{shown}: {exc}", 300))
+    failure = transport_failure(exc)
+    if failure is not None:
+        return failure
     return TransientProviderError(f"{name} (status {status}): {str(exc)[:300]}", retry_after=retry_after_of(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and everything it was raised from or while handling (litellm and openai wrap)."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in out):
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def transport_failure(exc: BaseException) -> ConnectionFailure | None:
+    """A `ConnectionFailure` when no HTTP reply came back, None otherwise. Read from the types in the
+    exception chain (socket, ssl, httpx, openai), never from message text: a proxy's 502 whose body
+    says "connection refused" was an answer."""
+    import socket
+    import ssl
+
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
+    if tls is not None:
+        detail = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or "handshake failed"
+        reason, connected = f"TLS handshake failed ({detail})", False
+    elif any(isinstance(e, socket.gaierror) for e in chain):
+        reason, connected = "the host name does not resolve", False
+    elif any(isinstance(e, ConnectionRefusedError) for e in chain):
+        reason, connected = "connection refused", False
+    elif "ProxyError" in names:
+        reason, connected = "the proxy failed", False
+    elif "ConnectTimeout" in names:
+        reason, connected = "connecting timed out", False
+    elif names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "APITimeoutError"}:
+        reason, connected = "the server accepted the connection but sent no answer in time", True
+    elif "RemoteProtocolError" in names:
+        reason, connected = "the server closed the connection without an answer", True
+    elif names & {"ConnectError", "APIConnectionError"}:
+        reason, connected = "cannot connect", False
+    else:
+        return None
+    detail = one_line(str(chain[-1]) or type(chain[-1]).__name__, 200)
+    return ConnectionFailure(f"{type(exc).__name__}: {reason} ({detail})", reason, connected=connected)
 
 
 def retry_after_of(exc: Exception) -> float | None:

@@ -13,8 +13,11 @@ token limit) and sleeps until its reservation is due; after the call the
 estimate is corrected by the measured usage. Reservations may drive a bucket
 below zero, so waiting callers are served in arrival order and the admitted
 rate never exceeds the limit, whatever the number of processes. A 429 with
-`Retry-After` blocks the key for every process until that time, after which
-the queue resumes at the rate (no burst of everyone who waited).
+`Retry-After` blocks the key for every process until that time and voids
+every reservation not yet served: each caller that was waiting queues again
+when it wakes, behind the block, one interval after the previous one, so the
+queue resumes at the rate (no burst of everyone who waited, and no two callers
+released at one instant).
 
 The arithmetic is pure (`reserve`, `Bucket`) and takes the time as an
 argument, so it is tested without clocks; SQLite and sleeping live at the edge
@@ -92,9 +95,11 @@ def settle(bucket: Bucket, delta: float, rate_per_s: float, cap: float, now: flo
 
 
 def block(bucket: Bucket, until: float) -> Bucket:
-    """Nothing is due before `until`; from then on the queue resumes at the rate, without a burst
-    (the saved-up capacity is dropped)."""
-    return Bucket(level=min(bucket.level, 0.0), updated=max(bucket.updated, until))
+    """Nothing is due before `until`; from then on the queue resumes at the rate, without a burst: the
+    saved-up capacity is dropped, and so are the reservations of callers still waiting (they queue
+    again, `SharedRateLimiter.acquire`), so the first one after the block is due one interval after
+    `until` and the others follow at the rate."""
+    return Bucket(level=0.0, updated=max(bucket.updated, until))
 
 
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
@@ -138,58 +143,62 @@ class SharedRateLimiter:
             self._local.conn = conn
         return conn
 
-    def _update(self, key: str, cap: float, change: Callable[[Bucket, float], tuple[Bucket, float]]) -> float:
+    def _transaction(self, changes: list[tuple[str, float, Change]], blocks: str, new_block: bool) -> tuple[float, int]:
+        """Apply `changes` (row key, capacity, change) in one transaction; returns the longest wait and
+        the key's block generation (counted up first when `new_block`)."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            now = self.clock()
-            row = conn.execute("SELECT level, updated FROM buckets WHERE key = ?", (key,)).fetchone()
-            bucket = Bucket(*row) if row else Bucket(level=cap, updated=now)
-            bucket, wait = change(bucket, now)
-            conn.execute(
-                "INSERT OR REPLACE INTO buckets VALUES (?, ?, ?)",
-                (key, bucket.level, bucket.updated),
-            )
+            now, wait = self.clock(), 0.0
+            for row_key, cap, change in changes:
+                row = conn.execute("SELECT level, updated FROM buckets WHERE key = ?", (row_key,)).fetchone()
+                bucket, waited = change(Bucket(*row) if row else Bucket(level=cap, updated=now), now)
+                conn.execute("INSERT OR REPLACE INTO buckets VALUES (?, ?, ?)", (row_key, bucket.level, bucket.updated))
+                wait = max(wait, waited)
+            row = conn.execute("SELECT level FROM buckets WHERE key = ?", (blocks,)).fetchone()
+            generation = int(row[0]) if row else 0
+            if new_block:
+                generation += 1
+                conn.execute("INSERT OR REPLACE INTO buckets VALUES (?, ?, ?)", (blocks, generation, now))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return wait
+        return wait, generation
 
     def acquire(self, key: str, limit: RateLimit, tokens: int) -> float:
         """Reserve one request and `tokens` under `key`, sleep until due; returns the seconds waited.
-        A caller that wakes into a block (a 429 elsewhere while it slept) hands its lapsed reservation
-        back and queues again behind the block."""
+        A caller whose reservation a block voided while it slept (a 429 elsewhere) queues again, behind
+        the block and behind the callers that woke before it."""
         waited = 0.0
         while True:
-            wait = 0.0
-            for row, cost, rate, cap in _buckets(key, limit, tokens):
-                wait = max(wait, self._update(row, cap, partial(_reserve_at, cost=cost, rate=rate, cap=cap)))
+            changes = [
+                (row, cap, partial(_reserve_at, cost=cost, rate=rate, cap=cap))
+                for row, cost, rate, cap in _buckets(key, limit, tokens)
+            ]
+            wait, generation = self._transaction(changes, f"{key}|blocks", new_block=False)
             if wait > 0:
                 self.sleep(wait)
             waited += wait
-            if not self._blocked(key, limit):
+            if self._transaction([], f"{key}|blocks", new_block=False)[1] == generation:
                 return waited
-            for row, cost, rate, cap in _buckets(key, limit, tokens):
-                self._update(row, cap, partial(_settle_at, delta=-cost, rate=rate, cap=cap))
-
-    def _blocked(self, key: str, limit: RateLimit) -> bool:
-        keys = [row for row, _, _, _ in _buckets(key, limit, 0)]
-        marks = ",".join("?" * len(keys))
-        row = self._conn().execute(f"SELECT MAX(updated) FROM buckets WHERE key IN ({marks})", keys).fetchone()
-        return row[0] is not None and row[0] > self.clock()
 
     def settle(self, key: str, limit: RateLimit, estimated: int, actual: int) -> None:
         """Replace a call's estimated tokens by the tokens it used."""
         if limit.tokens_per_minute is None or actual == estimated:
             return
         row, _, rate, cap = _buckets(key, limit, estimated)[-1]  # the token budget is listed last
-        self._update(row, cap, partial(_settle_at, delta=actual - estimated, rate=rate, cap=cap))
+        change = partial(_settle_at, delta=actual - estimated, rate=rate, cap=cap)
+        self._transaction([(row, cap, change)], f"{key}|blocks", new_block=False)
 
     def block(self, key: str, limit: RateLimit, seconds: float) -> None:
-        """A provider said Retry-After: no process calls this key before then."""
-        for row, _, _, cap in _buckets(key, limit, 0):
-            self._update(row, cap, partial(_block_at, seconds=seconds))
+        """A provider said Retry-After: no process calls this key before then, and every caller still
+        waiting for its turn queues again behind the block."""
+        changes = [(row, cap, partial(_block_at, seconds=seconds)) for row, _, _, cap in _buckets(key, limit, 0)]
+        self._transaction(changes, f"{key}|blocks", new_block=True)
+
+
+Change = Callable[[Bucket, float], tuple[Bucket, float]]
 
 
 def _reserve_at(bucket: Bucket, now: float, *, cost: float, rate: float, cap: float) -> tuple[Bucket, float]:

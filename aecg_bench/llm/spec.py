@@ -74,3 +74,6 @@ class RetryPolicy(BaseModel):
     base_delay_s: float = Field(1.0, ge=0)
     max_delay_s: float = Field(60.0, ge=0)
     max_retry_after_s: float = Field(300.0, ge=0)
+    # an endpoint that answered and then refuses connections is retried this long, then the run stops
+    # `interrupted` (llm/breaker.py)
+    outage_window_s: float = Field(300.0, gt=0)

@@ -26,7 +26,7 @@ from aecg_bench.errors import ConfigError
 from aecg_bench.jsonl import read_jsonl, write_json_atomic
 from aecg_bench.mechanisms import metrics
 from aecg_bench.mechanisms.corruption import corrupt, validated
-from aecg_bench.runner.identity import results_dir_of
+from aecg_bench.runner.identity import results_dir_of, safe_label
 
 TESTS = ("rq2_scope", "rq3_drift", "rq4_triage")
 COLUMNS = ("test", "quantity", "variant", "seed", "value")
@@ -61,7 +61,7 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
     raw = dict(raw)  # the caller's config keeps its `mechanism`
     mech = raw.pop("mechanism", None) or {}
     check(mech, raw)
-    out_dir = Path(raw["runtime"]["results_root"]) / raw["experiment_name"]
+    out_dir = Path(raw["runtime"]["results_root"]) / safe_label(raw["experiment_name"])
     rows: list[dict[str, Any]] = []
     for seed in mech.get("seeds") or [raw["seed"]]:
         base = {**raw, "seed": seed}  # never mutated: every run's config is a deep-copying `merge` of it

@@ -12,7 +12,8 @@ after the items that followed it, so its memory context includes them.
 
 Only the process holding the run's lock writes anything, and it records how
 the run ended: `complete`/`incomplete`, `failed` (with a one-line `error`) when
-an error stops it, `interrupted` on Ctrl-C or SIGTERM.
+an error stops it, `interrupted` on Ctrl-C or SIGTERM or when its model's
+endpoint stays down past the outage window.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
-from aecg_bench.errors import AecgBenchError, BudgetExceededError, RunRefused, RunStateError, io_error, one_line
+from aecg_bench.errors import (
+    AecgBenchError,
+    BudgetExceededError,
+    ProviderOutage,
+    RunRefused,
+    RunStateError,
+    io_error,
+    one_line,
+)
 from aecg_bench.llm.usage import UsageMeter
 from aecg_bench.results_format import TRAJECTORY_FORMAT
 from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
@@ -42,7 +51,7 @@ from aecg_bench.runner.execute import (
 )
 from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
-from aecg_bench.runner.records import RunDir, done_positions, latest_by_position
+from aecg_bench.runner.records import RESERVE_BYTES, RunDir, done_positions, latest_by_position
 from aecg_bench.runner.tracking import Tracker
 from aecg_bench.types import DecisionNode, Status
 
@@ -62,13 +71,15 @@ def run_plan(
     then). Any error after the header is ours is recorded in run.json before it propagates.
     """
     cfg = plan.config
-    redact = Redactor([s.api_key_env for s in services.llm.models.values() if s.api_key_env])
+    redact = Redactor(cfg.key_envs())
     rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
     audit.redact = redact.deep
     try:
         rd.create()
         if on_locked is not None:
             on_locked()
+        if not rd.reserved:
+            raise _no_room(rd, plan)
         header = _open_header(rd, plan)
         try:
             return _execute(plan, services, audit, rd, redact, header)
@@ -76,8 +87,8 @@ def run_plan(
             _record_end(rd, header, "interrupted", "stopped by a signal (Ctrl-C or SIGTERM); rerun to resume")
             raise
         except AecgBenchError as exc:
-            # a budget stop is not a failure: a rerun with a larger budget continues
-            _record_end(rd, header, "stopped" if isinstance(exc, BudgetExceededError) else "failed", one_line(exc))
+            # a budget stop is not a failure (a rerun with a larger budget continues), nor is an outage
+            _record_end(rd, header, end_status(exc), one_line(exc))
             raise
         except OSError as exc:
             error = io_error(exc)
@@ -92,6 +103,30 @@ def run_plan(
         audit.close()
         services.benchmark.close()
         rd.release()
+
+
+def end_status(exc: AecgBenchError) -> str:
+    """How a run that stopped on one of the harness's errors is recorded."""
+    if isinstance(exc, RunRefused):
+        return "refused"
+    if isinstance(exc, BudgetExceededError):
+        return "stopped"
+    return "interrupted" if isinstance(exc, ProviderOutage) else "failed"
+
+
+def _no_room(rd: RunDir, plan: RunPlan) -> RunStateError:
+    """Too little disk to reserve room for the final status: the run does not start; `failed` is
+    recorded if a small write still fits (a resumed run keeps its header, with this error)."""
+    error = RunStateError(
+        f"less than {RESERVE_BYTES >> 10} KiB free for {rd.path}: too little to record how a run ends; "
+        "free disk space, then rerun the same command"
+    )
+    try:
+        header = rd.read_header() or plan.header
+    except RunStateError:  # damaged: left as it is
+        return error
+    _record_end(rd, header, "failed", str(error))
+    return error
 
 
 def _record_end(rd: RunDir, header: dict[str, Any], status: str, error: str) -> None:
@@ -245,6 +280,7 @@ def _restore_state(
             replayed += 1
         if rec.get("maintain_round") is not None:
             services.memory.maintain(rec["maintain_round"])
+    audit.discard_cut()  # the replay has recorded the cut events again
     if replayed:
         log.info(
             "replayed the state-changing part of %d records after snapshot %s",

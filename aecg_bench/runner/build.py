@@ -19,8 +19,9 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.benchmarks.data import data_root
 from aecg_bench.contracts import Benchmark, Framework, MemoryServices
 from aecg_bench.errors import ConfigError
+from aecg_bench.llm.breaker import EndpointWatch, SqliteStore
 from aecg_bench.llm.budget import SweepBudget
-from aecg_bench.llm.cache import ResponseCache, shard_name
+from aecg_bench.llm.cache import ResponseCache, run_shard, shard_name
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.cpu_build import llama_cpp_build
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
@@ -30,7 +31,8 @@ from aecg_bench.llm.threads import concurrent_jobs, model_threads
 from aecg_bench.results_format import SCHEMA_VERSION
 from aecg_bench.runner.config import RunConfig
 from aecg_bench.runner.execute import Protocol, Services, StreamItem
-from aecg_bench.runner.identity import derive_seed, results_dir, scrub, stable_hash
+from aecg_bench.runner.identity import derive_seed, results_dir, safe_label, scrub, stable_hash
+from aecg_bench.runner.lifecycle import sweep_id
 from aecg_bench.types import Sample
 
 PACKAGES = (
@@ -103,24 +105,36 @@ def stream_order(order: str, seed: int, benchmark: str, samples: list[Sample], p
     return shuffled
 
 
-def build_llm(cfg: RunConfig, cache_root: Path) -> LLMClient:
+def build_llm(cfg: RunConfig, cache_root: Path, shard: str | None = None) -> LLMClient:
+    """The run's client; `shard` names the run's cache shard (cache.py: read first; written on clusters)."""
     cache_path = Path(cfg.runtime.cache.path) if cfg.runtime.cache.path else cache_root / "llm.sqlite"
     mode = cfg.runtime.cache.mode
     cache = ResponseCache(
         cache_path if mode != "off" else None,
         mode,
         lock_timeout_s=cfg.runtime.cache.lock_timeout_s,
-        shard=shard_name() if cfg.runtime.cache.shards else None,
+        shard=shard,
+        shard_writes=cfg.runtime.cache.shards,
     )
     specs = cfg.model.specs()
+    shared = Path(cfg.runtime.rate_limit_path) if cfg.runtime.rate_limit_path else cache_root / "ratelimit.sqlite"
     limiter = None
     if any(spec.rate_limit is not None for spec in specs.values()):
-        path = cfg.runtime.rate_limit_path
-        limiter = SharedRateLimiter(Path(path) if path else cache_root / "ratelimit.sqlite")
+        limiter = SharedRateLimiter(shared)
     budget = None
     if cfg.runtime.max_cost_usd is not None:
-        budget = SweepBudget(cache_root / "budget" / cfg.experiment_name, cfg.runtime.max_cost_usd, name=shard_name())
-    return LLMClient(specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter, budget=budget)
+        budget_dir = cache_root / "budget" / safe_label(cfg.experiment_name)
+        budget = SweepBudget(budget_dir, cfg.runtime.max_cost_usd, name=shard_name())
+    # one circuit breaker per endpoint for the whole sweep, beside the rate limits (llm/breaker.py)
+    sweep = sweep_id()
+    watch = EndpointWatch(
+        SqliteStore(shared.with_name("endpoints.sqlite")) if sweep else None,
+        scope=sweep or "",
+        outage_window_s=cfg.runtime.retry.outage_window_s,
+    )
+    return LLMClient(
+        specs, dict(cfg.model.roles), cache, cfg.runtime.retry, rate_limiter=limiter, budget=budget, endpoints=watch
+    )
 
 
 def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
@@ -128,7 +142,6 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     benchmark_cls = registry.resolve("benchmark", cfg.benchmark.name)
     benchmark = benchmark_cls(cfg.benchmark.params, data_dir=data_root(cfg.runtime.data_root) / cfg.benchmark.name)
     framework = registry.build("framework", cfg.framework.name, cfg.framework.params)
-    llm = build_llm(cfg, root / ".cache")
     run_dir = results_dir(
         root,
         experiment=cfg.experiment_name,
@@ -138,6 +151,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         model=cfg.model.label,
         seed=cfg.seed,
     )
+    llm = build_llm(cfg, root / ".cache", shard=run_shard(run_dir, root))
     audit = AuditLog(run_dir / "memory" / "audit.jsonl")
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
     e = cfg.embedder

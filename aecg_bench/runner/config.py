@@ -125,6 +125,11 @@ class RunConfig(_Strict):
     embedder: EmbedderConfig = EmbedderConfig()
     runtime: RuntimeConfig = RuntimeConfig()
 
+    def key_envs(self) -> list[str]:
+        """Every variable a key is read from (models and embedder): their values are redacted everywhere."""
+        names = {str(m["api_key_env"]) for m in self.model.models.values() if m.get("api_key_env")}
+        return sorted(names | ({self.embedder.api_key_env} if self.embedder.api_key_env else set()))
+
     def identity_config(self) -> dict[str, Any]:
         """The parts of the config that define what is measured: not `runtime`, and not how a
         model is reached (endpoint, timeout, concurrency, key variable), only which model it is."""

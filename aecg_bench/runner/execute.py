@@ -295,6 +295,7 @@ def is_fatal(exc: Exception) -> bool:
         CacheMissError,
         ConfigError,
         DataError,
+        ProviderOutage,
         RunStateError,
     )
     from aecg_bench.llm.providers import FatalProviderError
@@ -302,7 +303,14 @@ def is_fatal(exc: Exception) -> bool:
     if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
         return True
     return isinstance(
-        exc, BudgetExceededError | CacheMissError | ConfigError | DataError | FatalProviderError | RunStateError
+        exc,
+        BudgetExceededError
+        | CacheMissError
+        | ConfigError
+        | DataError
+        | FatalProviderError
+        | ProviderOutage
+        | RunStateError,
     )
 
 

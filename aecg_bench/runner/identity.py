@@ -33,8 +33,9 @@ def stable_hash(obj: Any, length: int = 16) -> str:
 
 
 def safe_label(text: str) -> str:
-    """A label usable as one path component (model ids contain slashes)."""
-    return _SAFE.sub("_", text).strip("_") or "unnamed"
+    """A label usable as one path component below the results root (model ids contain slashes): never
+    `.` or `..`, and never hidden (`.cache` and `.sweeps` are the harness's own)."""
+    return _SAFE.sub("_", text).strip("_").lstrip(".") or "unnamed"
 
 
 def results_dir(

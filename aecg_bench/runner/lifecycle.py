@@ -2,8 +2,10 @@
 
 - SIGTERM becomes `Terminated` (a KeyboardInterrupt), so a stopped run is
   recorded as `interrupted`, releases its lock and exits, like Ctrl-C.
-- A sweep (Hydra multirun) parent names a file in `AECG_SWEEP_OUTCOMES` and
-  its pid in `AECG_SWEEP_PARENT`; each run appends one JSON line with its
+- A sweep (Hydra multirun) parent names a file in `AECG_SWEEP_OUTCOMES`, its
+  pid in `AECG_SWEEP_PARENT` and the command's id in `AECG_SWEEP_ID` (Hydra's
+  sweep folder `<results_root>/.sweeps/<id>`, so two sweeps on one results root
+  keep their own `multirun.yaml`); each run appends one JSON line with its
   outcome, and the parent prints the list at the end. A worker whose parent
   died (kill -9 of the sweep) stops its run instead of running on unseen.
 """
@@ -26,6 +28,7 @@ from typing import Any
 OUTCOMES_ENV = "AECG_SWEEP_OUTCOMES"
 PARENT_ENV = "AECG_SWEEP_PARENT"
 HOST_ENV = "AECG_SWEEP_HOST"  # a pid names a process on this host only (SLURM and Ray jobs run elsewhere)
+ID_ENV = "AECG_SWEEP_ID"  # one command's id: its Hydra sweep folder (.sweeps/<id>) and its circuit breakers
 OK_STATUSES = ("complete", "incomplete")  # incomplete = recorded infra errors, redone by a rerun
 PARENT_POLL_S = 1.0
 EXIT_GRACE_S = 30.0
@@ -65,10 +68,16 @@ def start_sweep(outcomes_dir: Path | None = None) -> Path:
             stale.unlink(missing_ok=True)
     fd, name = tempfile.mkstemp(prefix=f"aecg-sweep-{os.getpid()}-", suffix=".jsonl", dir=where)
     os.close(fd)
+    os.environ[ID_ENV] = f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(name).stem.rsplit('-', 1)[-1]}"
     os.environ[OUTCOMES_ENV] = name
     os.environ[PARENT_ENV] = str(os.getpid())
     os.environ[HOST_ENV] = socket.gethostname()
     return Path(name)
+
+
+def sweep_id() -> str | None:
+    """What the runs of one command share: its sweep folder, its circuit breakers (set by `start_sweep`)."""
+    return os.environ.get(ID_ENV) or None
 
 
 def record_outcome(run_dir: str, status: str, detail: str = "") -> None:

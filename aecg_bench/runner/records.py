@@ -17,7 +17,8 @@ Damage done outside the harness is reported, not guessed around: an unreadable
 run.json, samples.jsonl line or needed trajectory raises `RunStateError` naming
 the file and what to do; a bad snapshot is moved aside and the previous one (or
 replay from the start) is used. `.reserve` holds a little disk space so a full
-disk can still record the run's final status.
+disk can still record the run's final status; a run that cannot make it does
+not start (it records `failed` if a small write still fits).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class RunDir:
             stale.unlink(missing_ok=True)  # a write_json_atomic/trajectory write cut short by a kill
         repair(self.samples_file)
         repair(self.audit_file)
-        self._reserve()
+        self.reserved = self._reserve()
 
     def _lock(self) -> None:
         """One process per run directory: a second one (a stray sweep worker, a double launch)
@@ -105,16 +106,20 @@ class RunDir:
         fh.flush()
         self._lock_fh = fh
 
-    def _reserve(self) -> None:
-        """Hold RESERVE_BYTES of real disk blocks, given back only to write the final status."""
+    def _reserve(self) -> bool:
+        """Hold RESERVE_BYTES of real disk blocks, given back only to write the final status. False when
+        the disk has not that much left: the run must not start (it could not record how it ends)."""
         path = self.path / RESERVE
         if path.exists() and path.stat().st_size >= RESERVE_BYTES:
-            return
+            return True
         try:
-            with path.open("wb") as fh:
-                fh.write(b"\0" * RESERVE_BYTES)
-        except OSError:  # already full: nothing to reserve, the final write may still fit
+            allocate(path, RESERVE_BYTES)
+        except OSError as exc:
             path.unlink(missing_ok=True)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                return False
+            raise
+        return True
 
     def write_final_header(self, header: dict[str, Any]) -> None:
         """The last write of a run (its outcome); on a full disk the reserve makes room for it."""
@@ -247,6 +252,21 @@ class RunDir:
             except RunStateError:
                 continue
         return None
+
+
+def allocate(path: Path, size: int) -> None:
+    """A file of `size` bytes of real blocks (fallocate: no delayed allocation to fail later)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            os.write(fd, b"\0" * size)  # a file system without fallocate
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def done_positions(records: list[dict[str, Any]]) -> set[int]:

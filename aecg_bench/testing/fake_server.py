@@ -9,18 +9,31 @@ that the key never reaches a file). Which requests misbehave is decided by a
 `fault(messages, attempt) -> mode | None` function, so tests are deterministic.
 With `max_per_second` it also enforces a provider's rate limit: a request
 beyond that many in the last second gets 429 with `Retry-After`. Arrival times
-are recorded, so tests measure the rate the server saw.
+are recorded, so tests measure the rate the server saw. It also answers
+`/v1/embeddings` (vectors of `embed_dim`, through the same faults), and can be
+started again on the port it had (`port=`), to stage an outage.
+
+Transport failures, for the tests of llm/breaker.py: `unused_port()` (nothing
+listens: connection refused), `RawServer("silent")` (accepts connections and
+never answers) and `RawServer("tls", cert=...)` (a TLS handshake with a
+self-signed certificate, `self_signed_cert`, that no client trusts); both count
+the connections they accept.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 FAULTS = ("429", "500", "slow", "empty", "not_json")
 FATAL_FAULTS = ("400", "401", "403", "404")
@@ -39,6 +52,8 @@ class FakeOpenAIServer:
         slow_s: float = 3.0,
         max_per_second: float | None = None,
         retry_after: str = "0",
+        port: int = 0,
+        embed_dim: int = 8,
     ) -> None:
         self.reply = reply
         self.fault = fault or (lambda messages, attempt: None)
@@ -51,15 +66,19 @@ class FakeOpenAIServer:
         self.arrivals: list[float] = []  # time.monotonic() of every request
         self.admitted: list[float] = []  # of the requests within max_per_second
         self.log: list[tuple[float, str]] = []  # (arrival, how it was answered: "ok" or a fault mode)
+        self.embed_dim = embed_dim
         self.lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -78,7 +97,7 @@ class FakeOpenAIServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                messages = body.get("messages", [])
+                messages = body.get("messages") or [{"role": "user", "content": str(body.get("input", ""))}]
                 key = json.dumps(messages, sort_keys=True)
                 with server.lock:
                     now = time.monotonic()
@@ -111,6 +130,12 @@ class FakeOpenAIServer:
                     time.sleep(server.slow_s)
                 if mode == "not_json":
                     return self._send_raw(200, b"<html>gateway hiccup</html>", "text/html")
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    texts = body.get("input") or []
+                    vectors = [[float(len(str(t)) % 7 + i + 1) for i in range(server.embed_dim)] for t in texts]
+                    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+                    usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+                    return self._send(200, {"object": "list", "data": data, "model": "fake", "usage": usage})
                 text = "" if mode == "empty" else server.reply(messages)
                 prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
                 return self._send(
@@ -147,3 +172,86 @@ class FakeOpenAIServer:
                     pass
 
         return Handler
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (connecting to it is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def self_signed_cert(directory: Path) -> tuple[Path, Path] | None:
+    """(certificate, key) for 127.0.0.1, made by the openssl CLI; None when it is not installed."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        return None
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]
+    subprocess.run(
+        [openssl, *args, "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+class RawServer:
+    """A loopback TCP server that never speaks HTTP: `silent` accepts and holds every connection without
+    a byte in reply; `tls` completes (or fails) a TLS handshake with an untrusted certificate, then
+    closes. `connections` counts what it accepted: the attempts a client spent on it."""
+
+    def __init__(self, mode: Literal["silent", "tls"], *, cert: tuple[Path, Path] | None = None) -> None:
+        self.mode = mode
+        self.connections = 0
+        self._held: list[socket.socket] = []
+        self._context: ssl.SSLContext | None = None
+        if mode == "tls":
+            if cert is None:
+                raise ValueError("a tls server needs a certificate (self_signed_cert)")
+            self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._context.load_cert_chain(str(cert[0]), str(cert[1]))
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        scheme = "https" if self.mode == "tls" else "http"
+        return f"{scheme}://127.0.0.1:{self._sock.getsockname()[1]}/v1"
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closed = True
+        self._sock.close()
+        for conn in self._held:
+            conn.close()
+
+    def _serve(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            if self._context is None:
+                self._held.append(conn)  # never answered, closed at exit
+                continue
+            threading.Thread(target=self._handshake, args=(conn,), daemon=True).start()
+
+    def _handshake(self, conn: socket.socket) -> None:
+        assert self._context is not None
+        conn.settimeout(10)
+        try:
+            with self._context.wrap_socket(conn, server_side=True):
+                pass
+        except (OSError, ssl.SSLError):  # the client rejects the certificate: the expected end
+            pass
+        finally:
+            conn.close()
