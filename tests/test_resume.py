@@ -239,3 +239,26 @@ def test_resuming_with_the_cache_off_warns_that_memory_calls_are_resampled(make_
     run = ("benchmark=toy", "benchmark.params.size=3", "memory=reasoningbank")
     assert "re-sampled" in crash_and_resume(*run, "runtime.cache.mode=off")
     assert "re-sampled" not in crash_and_resume(*run, "experiment_name=cached")
+
+
+def test_run_json_keeps_token_counts_readable_and_hides_credentials():
+    from aecg_bench.runner.identity import scrub
+
+    cfg = {
+        "max_tokens": 96,
+        "max_output_tokens": 192,
+        "api_key": "k",
+        "hf_token": "t",
+        "token": "t",
+        "auth": {"Authorization": "Bearer x", "access_token": "a"},
+        "api_key_env": "OPENAI_API_KEY",
+    }
+    assert scrub(cfg) == {
+        "max_tokens": 96,
+        "max_output_tokens": 192,
+        "api_key": "***",
+        "hf_token": "***",
+        "token": "***",
+        "auth": {"Authorization": "***", "access_token": "***"},
+        "api_key_env": "OPENAI_API_KEY",
+    }

@@ -17,7 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-SECRET_KEY = re.compile(r"(api_?key|token|secret|password|authorization)", re.I)
+# A credential's name: "token" as a whole word or suffix (HF_TOKEN, access_token), never a count of tokens
+# (max_tokens, max_output_tokens stay readable in run.json).
+SECRET_KEY = re.compile(r"(api_?key|secret|password|authorization|(?:^|[_\-.])token$|bearer)", re.I)
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
