@@ -23,7 +23,7 @@ REPRODUCE_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(MODEL),--model $(MODE
 	$(if $(METHODS),--methods $(METHODS))
 
 .PHONY: setup setup-server test test-all lint smoke perf clean-results reproduce-table1 reproduce-table2 reproduce-mechanisms \
-	reproduce-edv report mutants mutants-survivors
+	reproduce-edv report view mutants mutants-survivors
 
 setup:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -83,6 +83,12 @@ reproduce-edv:
 # One static page (results/report/index.html + report.md) with every table and figure the results can fill.
 report:
 	$(BIN)/python -m aecg_bench.analysis.site --results results --out results/report
+
+# The run viewer (docs/infra/viewer.md): a local page over a results folder; RESULTS=results/<experiment>, PORT=8765.
+RESULTS ?= results
+PORT ?= 8765
+view:
+	$(BIN)/python -m aecg_bench.view $(RESULTS) --port $(PORT)
 
 # Mutation testing (docs/quality.md), outside `make test`: PATHS = mutation packages or source paths
 # (default: all, see pyproject [tool.aecg_bench.mutation]); MUTANTS_ARGS go to `mutmut run`.

@@ -6,11 +6,13 @@ analysis (which only reads them), so neither imports the other's internals.
     <results_root>/<experiment>/<benchmark>/<framework>/<memory>/<model>/seed=<n>/
         run.json        header (schema SCHEMA_VERSION): labels, identity, protocol, models, roles, status
         samples.jsonl   one record per executed stream item; a rerun appends a higher `attempt`
+        trajectories/   every rollout of an item (format TRAJECTORY_FORMAT)
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,19 @@ from aecg_bench.jsonl import read_jsonl
 RUN_JSON = "run.json"
 SAMPLES = "samples.jsonl"
 SCHEMA_VERSION = 1
+# trajectories/<position>-a<attempt>.json.gz: {"format": 2, "rollouts": [{episode, score, recalls, recalled_items}]}.
+# Format 2 added `recalled_items` (each recalled memory item's text as the agents saw it, for the run viewer);
+# files without "format" are format 1 and hold ids only.
+TRAJECTORY_FORMAT = 2
+
+
+SIZE_KEYS = ("limit", "max_steps")  # protocol keys that cut a run below the paper's size (the smoke presets)
+
+
+def size_label(protocol: dict[str, Any]) -> str:
+    """'full', or the size cuts a run was made under ('limit=2, max_steps=3'): runs of different presets
+    are never pooled."""
+    return ", ".join(f"{k}={protocol[k]}" for k in SIZE_KEYS if protocol.get(k) is not None) or "full"
 
 
 @dataclass(frozen=True)
@@ -42,13 +57,19 @@ def latest_by_position(records: list[dict[str, Any]]) -> dict[int, dict[str, Any
 
 
 def find_runs(root: Path) -> list[Path]:
-    """Every run directory under `root` (a directory holding run.json), hidden folders skipped."""
+    """Every run directory under `root` (a directory holding run.json), hidden folders skipped. A run's
+    own folders (trajectories, memory) are not searched: a paper-sized tree holds tens of thousands of files."""
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(
-        p.parent for p in root.rglob(RUN_JSON) if not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if RUN_JSON in filenames:
+            found.append(Path(dirpath))
+            dirnames.clear()
+        else:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    return sorted(found)
 
 
 def read_run(run_dir: Path) -> Run:

@@ -19,6 +19,7 @@ from aecg_bench.analysis.paper import (
     compact_cost,
     configurations,
     cost_table,
+    display_links,
     load_margins,
     load_reference,
     preset_of,
@@ -100,7 +101,9 @@ def _table_parts(
             Table(
                 f"{table.caption_prefix}{head}: success (%), mean ± std over seeds [bootstrap 95% CI]",
                 table.display,
-                note="† = cell with missing or extra samples or infra errors; – = not run.",
+                note="† = cell with missing or extra samples or infra errors; – = not run. Each cell links to its "
+                "runs in the run viewer when this page is opened through it (make view; /report/).",
+                links=display_links(table),
             )
         )
         parts.append(

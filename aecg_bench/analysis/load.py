@@ -18,12 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from aecg_bench.results_format import read_runs
+from aecg_bench.results_format import SIZE_KEYS, read_runs, size_label
 
 ID_COLUMNS = ["experiment", "benchmark", "framework", "memory", "model", "seed"]
 # What besides framework x benchmark x memory makes two results different.
 CONFIG_COLUMNS = ["experiment", "assignment", "protocol", "preset", "preset_label"]
-SIZE_KEYS = ("limit", "max_steps")
 PAPER_PRESET = "paper"
 # Preset names a results folder can carry as a suffix (aecg_table1-smoke, aecg_table1-rehearsal).
 NAMED_PRESETS = ("smoke", "rehearsal")
@@ -92,8 +91,9 @@ def assignment_label(models: dict[str, dict[str, Any]], roles: dict[str, str]) -
 def run_config(header: dict[str, Any]) -> dict[str, str]:
     """The configuration columns of one run, from its header."""
     protocol = dict(header.get("protocol") or {})
-    sizes = {k: protocol.pop(k, None) for k in SIZE_KEYS}
-    preset = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None) or "full"
+    preset = size_label(protocol)
+    for key in SIZE_KEYS:
+        protocol.pop(key, None)
     models = header.get("models") or {}
     roles = header.get("roles") or {}
     assignment = assignment_label(models, roles) if models else str(header["labels"]["model"])

@@ -216,6 +216,20 @@ def build_table(
     return build_tables(df, reference, compare_to=compare_to, n_boot=n_boot)[0]
 
 
+def display_links(table: PaperTable) -> dict[tuple[str, str], dict[str, str]]:
+    """(row label, 'Framework / Benchmark' column label) of each display cell -> the run labels behind it,
+    for the report's links into the run viewer (an Avg cell: every benchmark of its framework)."""
+    links: dict[tuple[str, str], dict[str, str]] = {}
+    base = {"experiment": table.config.get("experiment", "")}
+    for _, cell in table.summary.iterrows():
+        fw, bench, mem = cell["framework"], cell["benchmark"], cell["memory"]
+        row, fw_label = MEMORIES.get(mem, mem), FRAMEWORKS.get(fw, fw)
+        where = {**base, "framework": fw, "memory": mem}
+        links[(row, f"{fw_label} / {BENCHMARKS.get(bench, bench)}")] = {**where, "benchmark": bench}
+        links[(row, f"{fw_label} / Avg")] = where
+    return links
+
+
 def _build(
     df: pd.DataFrame, reference: pd.DataFrame, config: dict[str, str], *, compare_to: str, n_boot: int
 ) -> PaperTable:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 
@@ -41,6 +42,9 @@ class Table:
     frame: pd.DataFrame
     index: bool = True
     note: str = ""
+    # (row label, column label as the frame shows it) -> the run viewer's filter for the runs behind that
+    # cell (`make view`; the links work when the report is opened through it, at /report/)
+    links: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -430,6 +434,27 @@ def _figure_html(part: Figure, key: str) -> str:
     )
 
 
+def viewer_href(filters: dict[str, str]) -> str:
+    """The run viewer's page listing the runs that match `filters` (served by `make view`)."""
+    return "/#runs?" + urlencode(filters)
+
+
+def _linked_table_html(frame: pd.DataFrame, links: dict[tuple[str, str], dict[str, str]]) -> str:
+    """A table whose cells link to the run viewer's list of the runs behind them."""
+    e = html.escape
+    head = "".join(f"<th>{e(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for label, row in frame.iterrows():
+        cells = []
+        for col, value in row.items():
+            text = e(str(value))
+            where = links.get((str(label), str(col)))
+            cells.append(f'<td><a href="{e(viewer_href(where))}">{text}</a></td>' if where else f"<td>{text}</td>")
+        rows.append(f"<tr><th>{e(str(label))}</th>{''.join(cells)}</tr>")
+    name = e(str(frame.index.name or ""))
+    return f'<table class="report-table linked"><tr><th>{name}</th>{head}</tr>{"".join(rows)}</table>'
+
+
 def render_html(sections: list[Section], *, generated: str) -> str:
     e = html.escape
     o = overview(sections)
@@ -463,6 +488,8 @@ def render_html(sections: list[Section], *, generated: str) -> str:
                 body.append(f"<h3>{e(part.title)}</h3>")
                 if frame.empty:  # no rows: say so rather than draw an empty grid
                     body.append("<p>(none)</p>")
+                elif part.links:
+                    body.append(_linked_table_html(frame, part.links))
                 else:
                     body.append(frame.to_html(index=part.index, classes="report-table", border=0, na_rep="–"))
                 if part.note:

@@ -26,6 +26,7 @@ from typing import Any
 from aecg_bench.audit import AuditLog
 from aecg_bench.errors import AecgBenchError, BudgetExceededError, RunRefused, RunStateError, io_error, one_line
 from aecg_bench.llm.usage import UsageMeter
+from aecg_bench.results_format import TRAJECTORY_FORMAT
 from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
     ItemResult,
@@ -269,7 +270,9 @@ def _run_item(
                 raise
             maintain_round, maintain_error = None, f"maintain failed: {type(exc).__name__}: {exc}"
             log.warning("%s", maintain_error)
-    rd.write_trajectory(item.position, attempt, {"rollouts": rollouts_to_json(result.rollouts)})
+    rd.write_trajectory(
+        item.position, attempt, {"format": TRAJECTORY_FORMAT, "rollouts": rollouts_to_json(result.rollouts)}
+    )
     record = redact.deep(
         make_record(item, attempt, seed, result, meter, services, started, maintain_round, maintain_error)
     )

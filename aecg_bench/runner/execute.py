@@ -99,12 +99,16 @@ class RecallLog(MemoryMethod):
         self.inner = inner
         self.enabled = enabled
         self.queries: list[RecallQuery] = []
+        self.items: dict[str, MemoryItem] = {}  # what memory put in front of the agents (the run viewer shows it)
 
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         if not self.enabled:
             return []
         self.queries.append(query)
-        return self.inner.recall(query)
+        found = self.inner.recall(query)
+        for item in found:
+            self.items.setdefault(item.id, item)
+        return found
 
     def observe(self, episode: Episode) -> None:
         raise RuntimeError("frameworks never call observe; the runner does")
@@ -123,6 +127,7 @@ class RolloutRecord:
     episode: Episode
     score: Score
     recalls: tuple[RecallQuery, ...] = ()
+    recalled_items: tuple[MemoryItem, ...] = ()  # each recalled item once, as first shown (for reading, not replay)
 
 
 class EnvRollout(Rollout):
@@ -181,7 +186,7 @@ class EnvRollout(Rollout):
             env.close()
         outcome = label(s.protocol.label_source, task, traj, score, self.llm)
         episode = Episode(task=task, trajectory=traj, outcome=outcome, seed=run_seed)
-        self.records.append(RolloutRecord(episode, score, tuple(memory.queries)))
+        self.records.append(RolloutRecord(episode, score, tuple(memory.queries), tuple(memory.items.values())))
         return learning_view(episode), score
 
 
@@ -291,7 +296,12 @@ def is_fatal(exc: Exception) -> bool:
 
 def rollouts_to_json(rollouts: list[RolloutRecord]) -> list[dict[str, Any]]:
     return [
-        {"episode": to_jsonable(r.episode), "score": to_jsonable(r.score), "recalls": to_jsonable(list(r.recalls))}
+        {
+            "episode": to_jsonable(r.episode),
+            "score": to_jsonable(r.score),
+            "recalls": to_jsonable(list(r.recalls)),
+            "recalled_items": {item.id: to_jsonable(item) for item in r.recalled_items},
+        }
         for r in rollouts
     ]
 
