@@ -40,6 +40,7 @@ class AbilityRouter(MemoryMethod):
     name = "router"
     paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "1"
+    pure_recall = True  # routing only reads the ability matrix (runner/concurrent.py)
     Params = RouterParams
     params: RouterParams
 
