@@ -5,7 +5,9 @@ of what the memory method saw, so a resumed run restores the newest memory
 snapshot and replays the memory-side effect of every later record (its
 rollouts come from the stored trajectories; memory-side LLM calls hit the
 cache) before continuing with the first item not done. A kill -9 at any point
-loses at most the item in flight, which is then run again.
+loses at most the items in flight (one, or where samples are independent up to
+2 x the concurrency: runner/concurrent.py), which are then run again. Records
+are always committed in stream order.
 
 One deviation is inherent: an item that failed with an infra error is redone
 after the items that followed it, so its memory context includes them.
