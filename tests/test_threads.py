@@ -138,6 +138,18 @@ def test_auto_threads_follow_the_runs_in_flight(monkeypatch, tmp_path):
     assert threads.FLIGHT_ENV not in __import__("os").environ
 
 
+def test_a_sweep_removes_the_folders_of_killed_launchers(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead, live = tmp_path / "aecg-flight-999999999-x", tmp_path / f"aecg-flight-{_other_live_pid()}-y"
+    dead.mkdir()
+    live.mkdir()
+    with threads.sweep_flight() as folder:
+        assert folder.parent == tmp_path
+    assert not dead.exists() and live.exists() and not folder.exists()
+
+
 def test_a_run_in_flight_on_another_host_falls_back_to_the_launchers_jobs(monkeypatch):
     monkeypatch.setattr(threads, "usable_cores", lambda: 2)
     threads.set_concurrent_jobs(2)

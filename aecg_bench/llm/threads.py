@@ -113,7 +113,12 @@ def runs_in_flight(folder: Path) -> list[int]:
 
 @contextlib.contextmanager
 def sweep_flight() -> Iterator[Path]:
-    """Around a whole sweep, in the process that launches it: the folder its runs report to."""
+    """Around a whole sweep, in the process that launches it: the folder its runs report to. Folders
+    left by launchers that were killed (kill -9 cannot clean up) are removed here."""
+    for stale in Path(tempfile.gettempdir()).glob("aecg-flight-*-*"):
+        owner = stale.name.split("-")[2]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(stale, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"aecg-flight-{os.getpid()}-"))
     saved = {k: os.environ.get(k) for k in (FLIGHT_ENV, FLIGHT_HOST_ENV)}
     os.environ[FLIGHT_ENV] = str(folder)
