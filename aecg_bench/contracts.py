@@ -239,6 +239,7 @@ class AgentContext:
     trajectory: Trajectory
     rng: random.Random
     seed: int
+    run_seed: int = 0  # the run's seed, the same for every sample (what a framework draws once per run)
     retrieval: str = "per_task"  # per_task | per_decision
     max_invalid_actions: int = 3
     max_steps: int | None = None  # protocol-wide cap below each task's own step limit (smoke presets)
@@ -261,8 +262,8 @@ class Framework(Component, ABC):
         """Learn from a finished, labelled episode; default: the framework does not adapt."""
 
     def randomness(self) -> list[str]:
-        """What the sample's seeded rng (`AgentContext.rng`) decides in this configuration, for run.json's
-        `seed_effects`; default: nothing."""
+        """What the sample's seeded rng (`AgentContext.rng`) or the run seed (`AgentContext.run_seed`) decides in
+        this configuration, for run.json's `seed_effects`; default: nothing."""
         return []
 
     def state_dict(self) -> dict[str, Any]:

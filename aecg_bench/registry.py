@@ -19,6 +19,7 @@ REGISTRY: dict[str, dict[str, str]] = {
     "benchmark": {
         "toy": "aecg_bench.benchmarks.toy:ToyBenchmark",
         "toy_tools": "aecg_bench.benchmarks.toy_tools:ToyToolsBenchmark",
+        "procedures": "aecg_bench.benchmarks.procedures:ProceduresBenchmark",
         "fever": "aecg_bench.benchmarks.fever:FeverBenchmark",
         "pddl": "aecg_bench.benchmarks.pddl:PddlBenchmark",
         "scienceworld": "aecg_bench.benchmarks.scienceworld:ScienceWorldBenchmark",

@@ -30,21 +30,32 @@ survival of prod R.
 
 Hyperparameters (defaults and sources):
 - initial_strength 1, strength_increment 1: MemoryBank paper ("S is initialised
-  to 1 ... when a memory is recalled S increases by 1 and t is reset to 0");
-  SiliconFriend's code caps S at 3 levels: set `max_strength: 3` for that.
-- time_unit_tasks 5: G-Memory's adaptation divides the elapsed steps by 5.
+  to 1 ... when a memory is recalled S increases by 1 and t is reset to 0") and
+  SiliconFriend's current memory_bank/memory_retrieval/forget_memory.py
+  (`memory_strength` starts at 1, `+= 1` per recall, no cap). Its first version
+  (commit 0cc7111) kept three memory levels, S = 1, 2, 3: `max_strength: 3`.
+- time_unit_tasks 5: SiliconFriend's forgetting curve divides the elapsed time
+  by 5 (forget_memory.py, `math.exp(-t / 5*S)`, t in days; see Deviations);
+  here t counts tasks, 5 tasks to the unit.
 - top_k 2: SiliconFriend retrieves top-k chunks (k=6 over conversation
   turns); task-level memories are far longer, and the G-Memory adaptation
   injects one success and one failure, so 2 memories without a label filter.
 - summary_temperature 0.1: G-Memory's MemoryBank summary call.
 
 Deviations:
-- The forgetting formula is R = exp(-t / S). G-Memory's adaptation computes
-  `math.exp(-time_interval / 5 * scale)`, which by operator precedence is
-  exp(-(t / 5) * S): stronger memories decay faster, the opposite of the curve.
-  That bug is not reproduced.
-- SiliconFriend also drops memories older than 30 days outright; with t in
-  task units exp(-t / S) is negligible long before that, so there is no cutoff.
+- The forgetting formula is R = exp(-t / S) with t in units of 5 tasks, i.e.
+  exp(-tasks / (5 S)). SiliconFriend's current forget_memory.py (since commit
+  3869efc; its first version had exp(-t / S)) computes `math.exp(-t / 5*S)`,
+  which by operator precedence is exp(-(t / 5) * S): stronger memories decay
+  faster, against the curve and against its own docstring ("The higher the
+  memory strength, the slower the rate of forgetting"). That bug is not
+  reproduced. G-Memory's port (mas/memory/mas_memory/memorybank.py) has no
+  strength: its MemoryForgetter drops the current task's older steps once
+  `math.exp(-time_interval / 5 * scale)` (scale always 1) falls below 0.3 when
+  it summarises a trajectory, which is not the cross-task forgetting ported here.
+- SiliconFriend's first version also dropped memories older than 30 days
+  outright (`total_date`); its current one has no cutoff, and with t in task
+  units exp(-t / S) is negligible long before that, so there is none here.
 - MemoryBank's daily event summaries and user portrait (dialogue features)
   have no counterpart in task solving and are left out, as in G-Memory's port.
 """
@@ -81,8 +92,10 @@ class MemoryBankParams(Params):
     top_k: int = Field(2, ge=0, description="memories recalled per query")
     initial_strength: float = Field(1.0, gt=0, description="S of a new memory (paper: 1)")
     strength_increment: float = Field(1.0, ge=0, description="S += this on each recall (paper: 1)")
-    max_strength: float | None = Field(None, gt=0, description="cap on S (SiliconFriend code: 3 levels); none")
-    time_unit_tasks: float = Field(5.0, gt=0, description="tasks per unit of t (G-Memory's /5)")
+    max_strength: float | None = Field(
+        None, gt=0, description="cap on S (SiliconFriend's first version: 3 levels); none"
+    )
+    time_unit_tasks: float = Field(5.0, gt=0, description="tasks per unit of t (SiliconFriend's /5)")
     forgetting: Literal["threshold", "resample"] = Field(
         "threshold", description="one seeded draw per memory (survival = R) or a new draw per pass"
     )

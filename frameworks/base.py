@@ -18,6 +18,10 @@ so decision ids, the graph and memory's view never depend on thread timing.
 `EnvLoop` steps the environment, records each transition against the decision
 that caused it and enforces the limits: the task's step limit and a bound on
 consecutive unparsable outputs. No loop in a framework runs without a bound.
+`EnvLoop.take` is the one way an acting decision's reply becomes a step: parsed
+into an action, or counted unparsable with a note the next acting decision is
+shown (`EnvLoop.note`), so the retry can differ; every framework re-asks
+through it.
 
 `Transcript` is what every agent of every framework is shown of the
 environment (the step prompt, or the chat in a conversation), and
@@ -139,6 +143,7 @@ class DecisionRequest:
     model: str | None = None  # a model label for this decision (AgentNet's per-agent models)
     account: str = ""
     framework_memory: tuple[MemoryItem, ...] = ()
+    preamble: str = ""
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,7 @@ class Decider:
             context = req.recall_context or req.user[-2000:]
             items = self.recall(level=req.level, agent=req.agent, role=req.role, context=context, step=req.step or 0)
         memory_text = format_memory([*items, *req.framework_memory])
-        system_text = f"{req.system}\n\n{memory_text}" if memory_text else req.system
+        system_text = "\n\n".join(part for part in (req.preamble, req.system, memory_text) if part)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system_text}, *(req.history or [])]
         if req.user:
             messages.append({"role": "user", "content": req.user})
@@ -262,6 +267,7 @@ class EnvLoop:
         caps = [c for c in (task.max_steps, max_steps, ctx.max_steps) if c]
         self.max_steps = min(caps)
         self.unparsable_in_row = 0
+        self.note = ""  # feedback on the last unreadable acting reply, shown to the next acting decision
         self.last: Observation | None = None
 
     def reset(self) -> Observation:
@@ -294,10 +300,30 @@ class EnvLoop:
             self.ctx.on_step(self.steps_taken)
         return obs
 
-    def unparsable(self, output: str) -> bool:
-        """Count an output that gave no action; True when the bound is reached (sample ends)."""
+    def take(self, decider: Decider, transcript: Transcript, decision: Decision) -> bool:
+        """Step with an acting decision's reply: parsed into an action for the task's mode, attached to its node,
+        executed and recorded in the transcript. A reply that gives no action is counted (`unparsable`) and
+        leaves `note` for the next acting decision. False when the reply gave no action."""
+        action = action_from_completion(self.task, decision.completion)
+        if action is None:
+            self.note = unparsable_note(self.task, decision.completion.text)
+            self.unparsable(decision.completion.text)
+            return False
+        self.note = ""
+        decider.attach_action(decision.node, action)
+        transcript.record(action, self.act(action, decision.node.id))
+        return True
+
+    def readable(self) -> None:
+        """A reply that was read though it is no action (a route, a hand-over): the run of unparsable outputs ends."""
+        self.unparsable_in_row = 0
+
+    def unparsable(self, output: str, *, action: bool = True) -> bool:
+        """Count an output that could not be read; True when the bound is reached (the sample ends as
+        model_error). `action=False` for decisions whose output is not an action (routes): they count
+        toward the bound but not as invalid actions."""
         self.unparsable_in_row += 1
-        self.trajectory.invalid_actions += 1
+        self.trajectory.invalid_actions += int(action)
         if self.unparsable_in_row > self.ctx.max_invalid_actions:
             self.trajectory.status = Status.MODEL_ERROR
             self.trajectory.error = f"{self.unparsable_in_row} unparsable outputs in a row; last: {output[:200]!r}"
@@ -312,10 +338,14 @@ class EnvLoop:
 
 
 def action_from_completion(task: Task, completion: Completion) -> Action | None:
-    """Turn a model reply into an action for the task's mode; None when unparsable."""
+    """Turn a model reply into an action for the task's mode; None when unparsable.
+
+    In conversations a reply with tool calls is a tool action that keeps the reply's text beside the
+    calls (tau2's AssistantMessage holds both: the calls go to the environment, the text stays in the
+    agent's history and counts for COMMUNICATE)."""
     if task.mode == "conversation":
         if completion.tool_calls:
-            return Action(kind="tool", tool_calls=completion.tool_calls)
+            return Action(kind="tool", text=completion.text.strip(), tool_calls=completion.tool_calls)
         text = completion.text.strip()
         return Action(kind="message", text=text) if text else None
     if task.mode == "answer":
@@ -339,7 +369,7 @@ def conversation_turns(action: Action, obs: Observation) -> list[dict[str, Any]]
             }
             for i, c in enumerate(action.tool_calls)
         ]
-        turns: list[dict[str, Any]] = [{"role": "assistant", "content": "", "tool_calls": calls}]
+        turns: list[dict[str, Any]] = [{"role": "assistant", "content": action.text, "tool_calls": calls}]
         results = obs.info.get("tool_results") or [{"content": obs.text}] * len(calls)
         for call, res in zip(calls, results, strict=False):
             turns.append(
@@ -403,6 +433,11 @@ def unparsable_note(task: Task, output: str) -> str:
     return f"Your previous reply could not be read as an action: {output[:200]!r}. {ACT_INSTRUCTIONS[task.mode]}"
 
 
+def unreadable_note(output: str) -> str:
+    """Feedback shown to a router or critic re-asked after a reply that named none of its options."""
+    return f"Your previous reply could not be read: {output[:200]!r}. Reply with one line."
+
+
 def render_chat(chat: Sequence[dict[str, Any]]) -> str:
     """A conversation as plain text: one line per turn, tool calls and results spelled out."""
     lines = []
@@ -412,6 +447,8 @@ def render_chat(chat: Sequence[dict[str, Any]]) -> str:
             calls = ", ".join(
                 f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in turn["tool_calls"]
             )
+            if turn.get("content"):
+                lines.append(f"[agent] {turn['content']}")
             lines.append(f"[agent calls] {calls}")
         elif role == "tool":
             lines.append(f"[tool {turn.get('name', '')}] {turn.get('content', '')}")
@@ -437,7 +474,10 @@ class Transcript:
 
     Step-wise and one-answer tasks: one user turn from `step_prompt`.
     Conversations: the chat so far in OpenAI shape (user turns, tool calls,
-    tool results), started with the task brief and the user's first message.
+    tool results), started with the user's first message; the task brief (a
+    conversation task's standing instructions, tau2's agent system prompt) goes
+    at the head of every decision's system message (`preamble`), where the
+    original puts it.
     """
 
     def __init__(self, task: Task, trajectory: Trajectory, window: int) -> None:
@@ -450,7 +490,7 @@ class Transcript:
     def start(self, obs: Observation) -> None:
         self.observation = obs.text
         if self.task.mode == "conversation":
-            self.chat = [{"role": "user", "content": f"{task_brief(self.task)}\n\n{obs.text}"}]
+            self.chat = [{"role": "user", "content": obs.text}]
 
     def record(self, action: Action, obs: Observation) -> None:
         self.observation = obs.text
@@ -458,7 +498,7 @@ class Transcript:
             self.chat += conversation_turns(action, obs)
 
     def view(self, note: str = "", *, acting: bool = True, ending: str = "") -> dict[str, Any]:
-        """`user=` or `history=` keywords for `Decider.decide`.
+        """`user=` or `history=` keywords for `Decider.decide` (conversations: with `preamble=`).
 
         A conversation is shown as the native chat to decisions that act in it
         (they are offered the tools); decisions that only talk about it
@@ -469,14 +509,15 @@ class Transcript:
         ending = ending or (ENDINGS["act"] if acting else "")
         if self.task.mode != "conversation":
             return {"user": step_prompt(self.task, self.trajectory, self.observation, self.window, note, ending)}
-        if acting:
-            return {"history": list(self.chat)}
+        preamble = "\n".join(p.strip() for p in (self.task.instruction, self.task.action_hint) if p.strip())
+        if acting:  # the native chat; no note is added to it, so no turn speaks for the user
+            return {"history": list(self.chat), "preamble": preamble}
         parts = ["Conversation so far:", render_chat(self.chat)]
         if note:
             parts.append(note)
         if ending:
             parts.append(ending)
-        return {"user": "\n\n".join(parts)}
+        return {"user": "\n\n".join(parts), "preamble": preamble}
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:

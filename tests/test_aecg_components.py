@@ -10,7 +10,7 @@ from aecg_bench.aecg import llm_json
 from aecg_bench.aecg.admission import decide, family_credit, parse_judgement, success_confidence
 from aecg_bench.aecg.formation import parse_skill
 from aecg_bench.aecg.intervention import NARROWING, NO_CHANGE, REPAIR, hardcoded, parse_narrowing, parse_repair, route
-from aecg_bench.aecg.objects import Fixture, Judgement, SkillContent
+from aecg_bench.aecg.objects import Fixture, SkillContent
 from aecg_bench.aecg.params import ReplayParams
 from aecg_bench.aecg.predicate import Predicate, clean_terms, normalised
 from aecg_bench.aecg.replay import ACTIVATE, ISOLATE, MONITOR, FixtureResult, gate, replay_fixture, split
@@ -258,8 +258,3 @@ def r(kind: str, parent: bool, cand: bool) -> FixtureResult:
 )
 def test_replay_gate_decisions(results, decision):
     assert gate(results, ReplayParams()).decision == decision
-
-
-def test_judgement_dataclass_round_trips():
-    j = parse_judgement(verdict(), 1, SCOPES)
-    assert Judgement(**j.__dict__) == j

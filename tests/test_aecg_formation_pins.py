@@ -352,3 +352,70 @@ def test_a_seed_skipped_in_draft_or_commit_does_not_hold_up_the_seeds_after_it()
     assert [e["memory"] for e in events(mem, "promotion_failed")] == [by_level["event"]]
     assert [s.seed for s in mem.store.skills.values()] == [by_level["team"], by_level["agent"]]
     assert mem.store.pending_promotions == []
+
+
+# -- what promotion may not do (held-out behaviour mutants, issue 37) -------------------------------------
+
+
+def test_a_promoted_skill_inherits_a_share_of_its_seeds_evidence_and_none_of_its_neighbours():
+    """Paper 3.2.3: "only the seed supplying initial evidence and nearby memories clarifying applicability".
+    On a team -> agent chain, a neighbour of the seed with its own successes and an admitted failure is
+    shown to the abstraction, yet the skill's belief is the seed's share alone."""
+    mem = make_memory(
+        {"formation": {"neighbours": 2, "neighbour_min_similarity": 0.0, "min_support": 3, "inherit_fraction": 0.5}}
+    )
+
+    def chain(action: str, recalled: tuple[str, ...] = ()) -> list:
+        return [("t0", "team", (), recalled, action), ("a1", "agent", ("t0",), (), "merge the halves")]
+
+    merge = {"instruction": "Merge sorted runs."}
+    for t in ("n1", "n2"):  # the neighbour: two supports at team level
+        mem.observe(episode(t, chain("merge sort"), True, **merge))
+    (neighbour,) = [m.id for m in mem.store.memories.values() if m.level == "team"]
+    mem.observe(episode("nf", chain("merge sort", (neighbour,)), False, **merge))  # blamed: negative evidence
+    n = mem.store.memories[neighbour]
+    assert (n.pos, n.neg) == (2.0, 1.0)
+    for t in ("a", "b", "c"):  # the seed: three supports at team level, queued
+        mem.observe(episode(t, chain(SPLIT), True))
+    seed = next(m for m in mem.store.memories.values() if m.level == "team" and m.id != neighbour)
+    mem.maintain(0)  # promoted, with the neighbour as auxiliary evidence
+    (skill,) = [s for s in mem.store.skills.values() if s.seed == seed.id]
+    assert neighbour in skill.neighbours and skill.level == "team"
+    assert skill.belief == B.inherit(seed.pos, seed.neg, 0.5, mem.prior, mem.p.beliefs.window)
+    promo = next(e for e in events(mem, "promotion") if e["skill"] == skill.id)
+    assert promo["seed_evidence"] == {"pos": 3.0, "neg": 0.0, "support": 3}
+    assert (n.pos, n.neg, n.consolidated_into) == (2.0, 1.0, None)  # the neighbour keeps its evidence, unconsolidated
+
+
+def scope_blind_abstraction(request, spec):
+    """aecg_oracle, except that the abstraction writes the same skill whatever the seed's scope (a model
+    that ignores the target granularity): the same text for a team seed and an agent seed."""
+    reply = mock_policy(request, spec)
+    if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
+        obj = json.loads(str(reply))
+        reply = json.dumps({**obj, "name": "sort routine", "applicability": "decisions in tasks of type sort"})
+    return reply
+
+
+register_mock_policy("aecg_pins_scope_blind_abstraction", scope_blind_abstraction)
+
+
+@pytest.mark.parametrize("mode", ["hard", "flat"])
+def test_an_equivalent_skill_is_looked_for_in_the_seeds_scope_only(mode):
+    """Algorithm 1 links equivalents without moving evidence, and scope is never pooled (3.2.1): an agent
+    seed abstracted into the very text of an active team skill becomes its own agent skill under hard
+    scope; only the flat-scope ablation, which pools the levels, links it to the team skill."""
+    mem = make_memory({"scope": {"mode": mode}}, policy="aecg_pins_scope_blind_abstraction")
+    for t in ("a", "b", "c"):
+        succeed(mem, t)  # a team skill
+    (team,) = mem.store.skills
+    for t in ("x", "y", "z"):  # the same action at agent level: the same abstracted text
+        mem.observe(episode(t, [("a0", "agent", (), (), SPLIT)], True))
+    mem.maintain(0)
+    links = events(mem, "link_equivalent")
+    if mode == "hard":
+        assert links == [] and mem.store.counters.promotions == 2
+        assert sorted(s.level for s in mem.store.skills.values()) == ["agent", "team"]
+    else:
+        assert [(e["skill"], e["similarity"]) for e in links] == [(team, 1.0)]
+        assert mem.store.counters.promotions == 1

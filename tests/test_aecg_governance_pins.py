@@ -147,7 +147,11 @@ def test_no_success_fixtures_when_the_cap_is_zero_so_the_candidate_is_monitored(
     mem.maintain(1)
     review = events(mem, "review")[0]
     assert review["success_fixtures"] == [] and review["replay_success_fixtures"] == []
-    assert events(mem, "monitoring") and "0 success fixtures replayed < 1" in events(mem, "monitoring")[0]["reason"]
+    assert (
+        events(mem, "monitoring")
+        and "0 of 0 success fixtures replayed show the supported behaviour < 1"
+        in events(mem, "monitoring")[0]["reason"]
+    )
 
 
 # -- routes and proposals ----------------------------------------------------------------------
@@ -433,3 +437,61 @@ def test_random_review_draws_a_seeded_shuffle_per_round():
         assert plan.selected == [c.skill_id for c in triage.select(cands, 1, "random", f"0:review:{r}")]
         picked.append(plan.selected[0])
     assert set(picked) == {team, agent}  # the draw differs between rounds
+
+
+# -- replay fixtures on a multi-level framework (issue 34) -----------------------------------------------
+
+
+def test_replay_success_fixtures_on_agentnet_exclude_the_failures_that_triggered_the_review(tmp_path):
+    """Paper 3.4.2: failure fixtures test the implicated behaviour; *disjoint* historical same-scope
+    success fixtures test preservation. AgentNet (routers at team level, executors at agent level) builds
+    AECG memory on the same 12 toy tasks for three epochs (scripted skill-following agents, 10% errors),
+    so a task succeeds in one epoch and fails in another; reviews are made frequent and the fixture caps
+    wide, so a reviewed skill's success history holds tasks that are also its failure fixtures. No review
+    may show or replay such a task as a success."""
+    from conftest import compose
+
+    from aecg_bench.jsonl import read_jsonl
+    from aecg_bench.run import run_from_config
+
+    overrides = [
+        "framework=agentnet",
+        "benchmark=toy",
+        "memory=aecg",
+        "model=mock_aecg",
+        "model.models.mock.options.agent_policy=aecg_skill_follower",
+        "model.models.mock.options.error_rate=0.3",
+        "benchmark.params.train_size=12",
+        "benchmark.params.size=1",
+        "protocol.mode=build_then_freeze",
+        "protocol.build_epochs=3",
+        "protocol.maintain_every=4",
+        "memory.params.recall.k_skills=1",
+        "memory.params.recall.k_memories=0",
+        "memory.params.drift.min_drift=0.0",
+        "memory.params.drift.gate_confidence=0.5",
+        "memory.params.triage.budget=3",
+        "memory.params.triage.cooldown_events=1",
+        "memory.params.intervention.fixture_history=100",
+        "memory.params.intervention.max_failure_fixtures=100",
+        "memory.params.intervention.max_success_fixtures=100",
+    ]
+    final = run_from_config(compose(overrides, tmp_path))
+    assert final is not None and final["status"] == "complete"
+    audit = read_jsonl(next(tmp_path.rglob("audit.jsonl")))
+    succeeded: dict[str, set[str]] = {}  # lineage -> tasks in which one of its versions was used and succeeded
+    overlapping = checked = 0
+    for e in audit:
+        if e["event"] == "belief_update" and e.get("success") and "lineage" in e:
+            succeeded.setdefault(e["lineage"], set()).add(e["task"])
+        if e["event"] != "review":
+            continue
+        failures = {*e["failure_fixtures"], *e["replay_failure_fixtures"]}
+        successes = {*e["success_fixtures"], *e["replay_success_fixtures"]}
+        assert not successes & failures, (e["skill"], sorted(successes & failures))
+        overlapping += bool(succeeded.get(e["lineage"], set()) & failures)
+        checked += bool(successes)
+    levels = set().union(*(r["decisions_by"]["level"] for r in read_jsonl(next(tmp_path.rglob("samples.jsonl")))))
+    assert {"team", "agent"} <= levels
+    print(f"reviews whose failures also succeeded once: {overlapping}; with success fixtures: {checked}")
+    assert overlapping >= 3 and checked >= 3  # the exclusion had something to exclude, and successes were left

@@ -61,7 +61,6 @@ def test_rq2_hard_scope_never_crosses_levels_and_flat_scope_does(tmp_path):
 # -- RQ3: dual-timescale reliability and asymmetric admission ------------------------------
 
 
-@pytest.mark.slow
 def test_rq3_dual_timescale_reviews_corrupted_skills_sooner_and_asymmetric_admission_spares_healthy_skills(
     tmp_path,
 ):
@@ -70,8 +69,11 @@ def test_rq3_dual_timescale_reviews_corrupted_skills_sooner_and_asymmetric_admis
         "aecg_rq3_drift_smoke",
         "+mechanism.variants.symmetric_admission.admission.mode=symmetric",
     )
-    dual, cumulative, idle = (m[("uses_to_review", v)] for v in ("dual_timescale", "cumulative_only", "no_governance"))
-    assert mean(dual) < mean(cumulative) < mean(idle)
+    dual, cumulative = (m[("uses_to_review", v)] for v in ("dual_timescale", "cumulative_only"))
+    assert mean(dual) < mean(cumulative)
+    # every corrupted skill is reviewed by both governed variants; without governance none is (censored)
+    assert m[("never_reviewed", "dual_timescale")] == m[("never_reviewed", "cumulative_only")] == [0.0, 0.0]
+    assert m[("never_reviewed", "no_governance")] == [2.0, 2.0] and mean(m[("censored_uses", "no_governance")]) > 20
     failed = {v: mean(m[("polluted_failed_uses", v)]) for v in ("dual_timescale", "cumulative_only", "no_governance")}
     assert failed["dual_timescale"] < failed["cumulative_only"] < failed["no_governance"]
 
@@ -83,11 +85,45 @@ def test_rq3_dual_timescale_reviews_corrupted_skills_sooner_and_asymmetric_admis
 
     assert healthy_blamed("dual_timescale") < healthy_blamed("symmetric_admission")
 
+    # the replay gate judged preservation on evidence: a repair of a corrupted skill restores what its
+    # historical successes did (the corrupted parent no longer does), so no activation passes on "0/0"
+    for seed in (0, 1):
+        for variant in ("dual_timescale", "cumulative_only"):
+            evs = read_jsonl(variant_dir(tmp_path, "aecg_rq3_drift-smoke", variant, seed) / "memory" / "audit.jsonl")
+            gates = [e["gate"] for e in evs if e["event"] == "replay" and e["gate"]["decision"] == "activate"]
+            assert gates and all(g["supported"] >= 1 for g in gates), (variant, seed, gates)
+
+
+def test_the_variants_start_from_the_corrupted_snapshot(tmp_path):
+    """The corruption is applied to the state every variant starts from (not only recorded): without
+    governance nothing revises a skill, so the eval run ends with each corrupted skill's wrong procedure,
+    and the scripted agents that follow it fail where the uncorrupted snapshot would not have failed."""
+    m = run(
+        tmp_path,
+        "aecg_rq3_drift_smoke",
+        "benchmark.params.size=80",
+        "mechanism.seeds=[0]",
+        "~mechanism.variants",
+        "+mechanism.variants={no_governance:{governance:false}}",
+    )
+    start = tmp_path / "aecg_rq3_drift-smoke" / "start" / "seed=0"
+    corrupted = json.loads((start / "corruption.json").read_text())["skills"]
+    skills = {s["id"]: s for s in json.loads((start / "state.json").read_text())["memory"]["store"]["skills"]}
+    run_dir = variant_dir(tmp_path, "aecg_rq3_drift-smoke", "no_governance")
+    final = json.loads(sorted((run_dir / "memory").glob("snapshot-*.json"))[-1].read_text())["state"]["memory"]
+    after = {s["id"]: s for s in final["store"]["skills"]}
+    assert len(corrupted) == 2
+    for c in corrupted:
+        assert c["procedure_after"] != c["procedure_before"]
+        assert skills[c["skill"]]["content"]["procedure"] == c["procedure_after"]
+        assert after[c["skill"]]["content"]["procedure"] == c["procedure_after"]
+        assert after[c["skill"]]["uses"] > skills[c["skill"]]["uses"]  # used in the evaluation
+    assert m[("polluted_failed_uses", "no_governance")][0] > 5
+
 
 # -- RQ4: exposure-aware triage -------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_rq4_exposure_aware_review_covers_more_polluted_exposure_than_random(tmp_path):
     m = run(tmp_path, "aecg_rq4_triage_smoke")
     covered = {v: mean(m[("exposure_covered_first_two_reviews_pct", v)]) for v in ("exposure_aware", "random")}
@@ -272,10 +308,43 @@ def test_drift_measures_count_uses_until_the_first_review_and_failed_uses_of_pol
     corrupted = [{"skill": "s1.v1", "procedure_after": ["move left", "stop"], "exposure": 4.0}]
     records = [{"phase": "eval", "status": "ok", "success": s} for s in (False, True, False)]
     d = metrics.drift_measures(evs, records, corrupted)
-    assert d["uses_to_review"] == 2 and d["never_reviewed"] == 0
+    assert d["uses_to_review"] == 2 and d["never_reviewed"] == 0 and d["censored_uses"] != d["censored_uses"]
     assert d["polluted_failed_uses"] == 2  # s1.v2 kept the corrupted steps
     t = metrics.triage_measures(evs, corrupted)
     assert t["exposure_covered_first_two_reviews_pct"] == 100.0 and t["failed_task_exposure"] == 5
+    # a corrupted skill never reviewed is censored: reported apart, never averaged into the delay
+    never = {"skill": "s7.v1", "procedure_after": ["stop"], "exposure": 1.0}
+    late = [{"event": "observe", "success": False, "used": [{"id": "s7.v1", "decisions": 1, "cross_scope": 0}]}] * 9
+    d = metrics.drift_measures(evs + late, records, [*corrupted, never])
+    assert (d["uses_to_review"], d["never_reviewed"], d["censored_uses"]) == (2, 1, 9)
+
+
+def test_rq4_coverage_counts_the_first_two_reviews_only():
+    """Figure 4: the share of the polluted skills' predicted exposure covered by the first two reviews;
+    a third review (of the skill with the most exposure) and a repeated review add nothing."""
+    corrupted = [{"skill": s, "procedure_after": ["stop"], "exposure": x} for s, x in (("a.v1", 10), ("b.v1", 30))]
+    corrupted.append({"skill": "c.v1", "procedure_after": ["stop"], "exposure": 60.0})
+    reviews = [{"event": "review", "skill": s} for s in ("a.v1", "a.v1", "c.v1", "b.v1")]
+    t = metrics.triage_measures(reviews, corrupted)
+    assert t["exposure_covered_first_two_reviews_pct"] == 10.0 and t["reviews"] == 4
+    assert metrics.triage_measures(reviews[1:], corrupted)["exposure_covered_first_two_reviews_pct"] == 70.0
+
+
+def test_rq4_says_whether_drift_and_severity_rank_the_same_skill_first_in_the_first_two_rounds():
+    def q(skill: str, drift: float, exposure: float) -> dict[str, Any]:
+        return {"skill": skill, "drift": drift, "exposure": exposure, "severity": drift * exposure}
+
+    rounds = [
+        {"event": "review_round", "qualified": [q("a", 0.5, 10), q("b", 0.4, 40)]},  # risk: a, exposure: b
+        {"event": "review_round", "qualified": []},  # nothing qualified: not a round of the protocol
+        {"event": "review_round", "qualified": [q("a", 0.5, 40), q("b", 0.5, 40)]},  # a tie: both take a
+        {"event": "review_round", "qualified": [q("b", 0.6, 10), q("c", 0.1, 90)]},  # a third round: ignored
+    ]
+    t = metrics.triage_measures(rounds, [])
+    assert t["drift_and_severity_agree_pct"] == 50.0 and t["qualified_in_first_two_rounds_min"] == 2
+    # the most degraded is also the most severe, the least degraded is not the least severe: they agree
+    spread = [{"event": "review_round", "qualified": [q("a", 0.5, 40), q("b", 0.4, 10), q("c", 0.1, 100)]}]
+    assert metrics.triage_measures(spread, [])["drift_and_severity_agree_pct"] == 100.0
 
 
 def test_an_eval_only_run_starts_from_the_given_state_and_its_identity_names_that_state(tmp_path):

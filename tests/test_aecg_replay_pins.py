@@ -150,17 +150,18 @@ def test_the_gate_counts_reproduced_mitigated_supported_and_regressed_fixtures()
         r(FAILURE, True, False),  # parent no longer fails: not reproduced
         r(SUCCESS, True, True),
         r(SUCCESS, True, False),  # regressed
-        r(SUCCESS, False, False),  # parent no longer succeeds: not supported, cannot regress
+        r(SUCCESS, False, True),  # the candidate restores what the parent no longer does: supported, preserved
+        r(SUCCESS, False, False),  # neither version shows the recorded behaviour: no evidence either way
     ]
     g = gate(results, ReplayParams(max_regression=0.5))
-    assert g == GateResult(ACTIVATE, "mitigates 1/2 failures, regresses 1/2 successes", 2, 1, 2, 1)
+    assert g == GateResult(ACTIVATE, "mitigates 1/2 failures, regresses 1/3 successes", 2, 1, 3, 1)
 
 
 def test_the_gate_monitors_when_nothing_reproduces_or_too_few_successes_were_replayed():
     g = gate([r(FAILURE, True, True), r(SUCCESS, True, True)], ReplayParams())
     assert g == GateResult(MONITOR, "no failure fixture reproduces the implicated behaviour", 0, 0, 1, 0)
     g = gate([r(FAILURE, False, True), r(SUCCESS, True, True)], ReplayParams(min_success_fixtures=2))
-    assert g == GateResult(MONITOR, "1 success fixtures replayed < 2", 1, 1, 1, 0)
+    assert g == GateResult(MONITOR, "1 of 1 success fixtures replayed show the supported behaviour < 2", 1, 1, 1, 0)
 
 
 def test_mitigation_is_a_share_of_the_reproduced_failures_inclusive_at_the_threshold():
@@ -177,12 +178,18 @@ def test_a_candidate_that_mitigates_nothing_is_isolated_even_with_no_mitigation_
     assert g.decision == ISOLATE
 
 
-def test_regression_over_the_tolerance_isolates_and_no_supported_success_cannot_regress():
+def test_regression_over_the_tolerance_isolates_and_preservation_is_never_passed_on_no_evidence():
     g = gate([r(FAILURE, False, True), r(SUCCESS, True, False)], ReplayParams(max_regression=0.2))
     assert g == GateResult(ISOLATE, "regresses 1/1 successes (> 0.20)", 1, 1, 1, 1)
-    # the parent itself no longer succeeds: nothing supported, so a regression rate of 0
+    # a corrupted parent no longer shows what worked; a candidate that restores it preserves it (1/1)
+    g = gate([r(FAILURE, False, True), r(SUCCESS, False, True)], ReplayParams(max_regression=0.0))
+    assert g == GateResult(ACTIVATE, "mitigates 1/1 failures, regresses 0/1 successes", 1, 1, 1, 0)
+    # only a run that asks for no success fixture at all (min_success_fixtures=0) activates on none
+    g = gate([r(FAILURE, False, True), r(SUCCESS, False, False)], ReplayParams(min_success_fixtures=0))
+    assert g == GateResult(ACTIVATE, "mitigates 1/1 failures, regresses 0/0 successes", 1, 1, 0, 0)
+    # neither shows it: preservation cannot be judged, so the candidate waits (it used to pass as 0/0)
     g = gate([r(FAILURE, False, True), r(SUCCESS, False, False)], ReplayParams(max_regression=0.0))
-    assert g.decision == ACTIVATE and (g.supported, g.regressed) == (0, 0)
+    assert g == GateResult(MONITOR, "0 of 1 success fixtures replayed show the supported behaviour < 1", 1, 1, 0, 0)
 
 
 def test_results_and_gates_serialise_every_field():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from aecg_bench.aecg import simulation
 from aecg_bench.aecg.params import BeliefParams, DriftParams
 from aecg_bench.aecg.simulation import Corruption, detection_delay, outcome_stream
 
@@ -25,12 +26,28 @@ def test_dual_beliefs_review_a_corrupted_skill_after_fewer_uses_than_cumulative_
     assert cumulative > 1.3 * dual  # peak reference: 4.85 vs 3.15 over these 100 streams
 
 
-def test_both_variants_see_the_same_outcomes():
-    c = Corruption()
-    assert outcome_stream(c, 3) == outcome_stream(c, 3)
-    assert outcome_stream(c, 3) != outcome_stream(c, 4)
-    stream = outcome_stream(c, 0)
-    assert len(stream) == c.history + c.horizon
+def test_both_variants_see_the_same_outcomes(monkeypatch):
+    """The comparison is paired: dual and cumulative-only update their beliefs on the same admitted
+    outcomes of a seed (until the dual variant's review stops its stream), another seed draws others."""
+    seen: list[tuple[bool, float]] = []
+    update = simulation.B.update
+
+    def recording(belief, success, weight, prior, window):
+        seen.append((success, weight))
+        return update(belief, success, weight, prior, window)
+
+    monkeypatch.setattr(simulation.B, "update", recording)
+    c = Corruption(history=20, p_before=0.7, p_after=0.2, admission_noise=0.5)
+    streams = {}
+    for fast, seed in ((True, 3), (False, 3), (False, 4)):
+        seen.clear()
+        detection_delay(c, seed, BeliefParams(fast=fast), DriftParams())
+        streams[fast, seed] = list(seen)
+    dual, cumulative = streams[True, 3], streams[False, 3]
+    n = min(len(dual), len(cumulative))
+    assert n > c.history // 2 and dual[:n] == cumulative[:n]
+    assert streams[False, 4][:n] != dual[:n]
+    assert len(outcome_stream(c, 0)) == c.history + c.horizon
 
 
 def test_a_healthy_skill_rarely_qualifies():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 from fw_helpers import ANSWER_TASK, AnswerEnv, check_graph, memory, oracle_llm, run_task, scripted_llm, system_of
@@ -18,9 +20,11 @@ from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.llm.providers import Request, TransientProviderError
 from aecg_bench.llm.spec import ModelSpec, RetryPolicy
+from aecg_bench.run import run_from_config
+from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Episode, Outcome, Status, Trajectory
 from frameworks.agentnet import AgentNetFramework
-from frameworks.agentnet.framework import feedback_value
+from frameworks.agentnet.framework import feedback_value, handover_grammar
 from frameworks.agentnet.routing import Route, parse_reply
 
 
@@ -125,12 +129,16 @@ def test_routers_prompts_end_with_their_own_cue_and_options_follow_the_state():
     assert user.rstrip().endswith("Decision:") and "Next action:" not in user
     assert "FORWARD agent_<n>" in system and "SPLIT:" in system
     record = traj.metadata["agentnet"]
-    # after two hops FORWARD is no longer offered, so the third router's FORWARD does not parse
+    # after two hops FORWARD is no longer offered, so the third router's FORWARD does not parse; it is
+    # re-asked until the bound on unparsable outputs (protocol.max_invalid_actions, 3) ends the sample
     assert [r["offered"] for r in record["routes"]][2] == ["execute", "split"]
-    assert [r["route"] for r in record["routes"]] == ["forward", "forward", "unparsed", "unparsed"]
+    assert [r["route"] for r in record["routes"]] == ["forward", "forward", *["unparsed"] * 4]
+    assert traj.status == Status.MODEL_ERROR and traj.steps == []
 
 
-def test_an_unparsable_route_is_re_asked_then_recorded_not_read_as_a_decision():
+def test_an_unparsable_route_is_re_asked_as_the_original_and_never_read_as_execute():
+    """AgentNet's loop asks the router again until it decides; an unreadable router never quietly turns the
+    network into one agent: re-asked (with feedback) until the bound, the sample ends as model_error."""
     seen: list[str] = []
 
     def policy(request: Request, spec: ModelSpec) -> str:
@@ -139,14 +147,31 @@ def test_an_unparsable_route_is_re_asked_then_recorded_not_read_as_a_decision():
             return "move right"  # an action where a routing decision was asked
         return mock_oracle(request, spec)
 
-    traj = run_task(AgentNetFramework({"route_retries": 1}), TOY, ToyEnv(2, 4, 8), scripted_llm(policy))
+    traj = run_task(AgentNetFramework(), TOY, ToyEnv(2, 4, 8), scripted_llm(policy))
     record = traj.metadata["agentnet"]
-    assert [r["route"] for r in record["routes"]] == ["unparsed", "unparsed"]
-    assert record["unparsed_routes"] == 2
+    assert [r["route"] for r in record["routes"]] == ["unparsed"] * 4
+    assert [r["attempt"] for r in record["routes"]] == [0, 1, 2, 3]
+    assert record["unparsed_routes"] == 4 and traj.steps == [] and traj.invalid_actions == 0
+    assert traj.status == Status.MODEL_ERROR and "4 unparsable outputs in a row" in traj.error
     assert "could not be read" in seen[1] and "could not be read" not in seen[0]
     assert traj.decisions[1].parents == (traj.decisions[0].id,)
-    # the holder keeps the task: it executes to the end
-    assert set(_acting_agents(traj)) == {record["entry"]} and traj.status == Status.OK
+
+
+def test_a_route_read_on_a_re_ask_goes_ahead_and_resets_the_unparsable_run():
+    replies = iter(["move right", "hmm", "FORWARD agent_1"])
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        who = _router(request)
+        if who is None:
+            return mock_oracle(request, spec)
+        return next(replies) if who[0] == "agent_0" else "EXECUTE"
+
+    fw = AgentNetFramework({"initial_abilities": [0.9, 0.6, 0.6]})
+    traj = run_task(fw, TOY, ToyEnv(2, 4, 8), scripted_llm(policy))
+    record = traj.metadata["agentnet"]
+    assert [r["route"] for r in record["routes"]] == ["unparsed", "unparsed", "forward", "execute"]
+    assert set(_acting_agents(traj)) == {"agent_1"} and traj.status == Status.OK
+    assert traj.steps[-1].observation.reward == 1.0
 
 
 def test_a_forward_to_a_weak_agent_is_redirected_and_agents_can_start_differentiated():
@@ -157,7 +182,49 @@ def test_a_forward_to_a_weak_agent_is_redirected_and_agents_can_start_differenti
     assert record["entry"] == "agent_0"  # the most able
     # agent_1 is below min_forward_ability (0.5): the task goes to the best neighbour instead (code's rule)
     assert record["edges_used"] == [["agent_0", "agent_2"]]
+    assert (record["routes"][0]["to"], record["routes"][0]["chosen"]) == ("agent_2", "best")
     assert set(_acting_agents(traj)) == {"agent_2"}
+
+
+def test_a_forward_with_no_able_neighbour_goes_to_a_random_neighbour_not_refused():
+    """find_best_alternative_agent: no neighbour with ability >= 0.5 -> random.choice over the neighbours."""
+    llm = relay_llm({("agent_0", "route"): "FORWARD agent_1"})
+    targets = set()
+    for seed in range(8):
+        fw = AgentNetFramework({"initial_abilities": [0.9, 0.4, 0.3]})
+        traj = run_task(fw, TOY, ToyEnv(2, 4, 8), llm, seed=seed)
+        record = traj.metadata["agentnet"]
+        assert record["routes"][0]["chosen"] == "random"
+        (edge,) = record["edges_used"]
+        assert edge[0] == "agent_0" and set(_acting_agents(traj)) == {edge[1]} != {"agent_0"}
+        targets.add(edge[1])
+    assert targets == {"agent_1", "agent_2"}  # drawn from the sample's rng
+
+
+def test_forwards_and_hand_offs_go_on_after_failures_drop_every_ability_below_the_bar():
+    """Under the paper's rule two failures take an agent from 0.6 below 0.5; routing must not stop there."""
+    bench = ToyBenchmark({"size": 10})
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        who, system = _router(request), system_of(request)
+        if who is None:  # executors walk on their part and stop short at the end: every task fails
+            return "move right" if "Your part" in system else "stop"
+        if who[1] == "next":
+            return "INCOMPLETE " + re.search(r"Available agents: (agent_\d+)", system).group(1) + ": finish"
+        if "Remaining task to route" in str(request.messages[-1]["content"]):
+            return "EXECUTE"
+        return "FORWARD agent_1" if "FORWARD agent_<n>" in system else "SPLIT: walk"
+
+    fw = AgentNetFramework({"max_hops": 1})
+    carried, chosen = [], []
+    for i, sample in enumerate(bench.samples()):
+        env = bench.make_env(sample, EnvContext(llm=None, seed=0))
+        traj = run_task(fw, sample.task, env, scripted_llm(policy), seed=i)
+        passed = [r for r in traj.metadata["agentnet"]["routes"] if r["route"] in ("forward", "incomplete")]
+        carried.append(sum(1 for r in passed if r.get("to")))
+        chosen += [r["chosen"] for r in passed]
+    assert carried == [2] * len(carried)  # a forward and a hand-off on every task, to the last
+    assert "random" in chosen  # at some point no neighbour was able enough
 
 
 def test_abilities_go_up_and_down_with_outcomes_and_the_entry_agent_moves():
@@ -191,10 +258,10 @@ def test_no_evolution_leaves_the_network_as_it_started():
 
 
 def test_weak_edges_are_cut_and_no_longer_offered():
-    llm = scripted_llm(lambda request, spec: "FORWARD agent_1" if _router(request) == ("agent_0", "route") else "stop")
+    llm = relay_llm({("agent_0", "route"): "FORWARD agent_1"}, executor="stop")
     fw = AgentNetFramework({"agents": 2, "prune_at": 0.95, "initial_abilities": [0.9, 0.6]})
     traj = run_task(fw, TOY, ToyEnv(2, 5, 8), llm)  # stops on the wrong cell: a failure
-    assert traj.metadata["agentnet"]["edges_used"] == [["agent_0", "agent_1"]]
+    assert traj.status == Status.OK and traj.metadata["agentnet"]["edges_used"] == [["agent_0", "agent_1"]]
     assert "agent_1" not in fw.state_dict()["weights"]["agent_0"]  # 0.9 x 1.0 + 0.1 x 0 <= 0.95: cut
     traj = run_task(fw, TOY, ToyEnv(2, 5, 8), llm)
     assert traj.metadata["agentnet"]["entry"] == "agent_0"
@@ -305,3 +372,73 @@ def relay_policy(request: Request, spec: ModelSpec) -> str:
     if who is not None:
         return "EXECUTE"
     return mock_oracle(request, spec)
+
+
+def test_complete_while_the_environment_runs_leaves_the_holder_to_finish_the_task():
+    """The original stops the relay at COMPLETE and takes the latest result as the answer; a step-wise
+    environment that has not ended has no such answer, so the holder finishes the task."""
+    llm = relay_llm({("agent_0", "route"): "SPLIT: walk toward the target", ("agent_0", "next"): "COMPLETE"})
+    fw = AgentNetFramework({"initial_abilities": [0.9, 0.6, 0.6]})
+    traj = run_task(fw, TOY, ToyEnv(1, 6, 8), llm)
+    record = traj.metadata["agentnet"]
+    assert [r["route"] for r in record["routes"]] == ["split", "complete"]
+    assert record["completes_unfinished"] == 1
+    assert [(e["agent"], e["last"]) for e in record["executions"]] == [("agent_0", False), ("agent_0", True)]
+    assert traj.status == Status.OK and traj.steps[-1].observation.reward == 1.0  # the walk is finished
+
+
+def test_a_split_part_can_hand_over_under_the_action_grammar():
+    """A grammar-constrained executor can only say what its grammar allows: SUBTASK DONE must be in it."""
+    grammars: list[str] = []
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        who = _router(request)
+        if who is not None:
+            if who[1] == "next":
+                return "INCOMPLETE agent_1: finish the walk"
+            remainder = "Remaining task to route" in str(request.messages[-1]["content"])
+            return "EXECUTE" if remainder else "SPLIT: take one step"
+        grammar = request.params["grammar"]
+        grammars.append(grammar)
+        done = "Your part" in system_of(request) and "Recent steps" in str(request.messages[-1]["content"])
+        return "SUBTASK DONE" if done and '"SUBTASK DONE"' in grammar else mock_oracle(request, spec)
+
+    llm = scripted_llm(policy)
+    llm.models["mock"] = llm.models["mock"].model_copy(update={"grammar": True})  # a grammar-capable model
+    task = dataclasses.replace(TOY, action_grammar=ToyBenchmark().samples()[0].task.action_grammar)
+    traj = run_task(AgentNetFramework({"initial_abilities": [0.9, 0.6, 0.6]}), task, ToyEnv(1, 6, 8), llm)
+    record = traj.metadata["agentnet"]
+    assert [(e["agent"], e["steps"]) for e in record["executions"]] == [("agent_0", 1), ("agent_1", 5)]
+    assert grammars[0].startswith('root ::= "SUBTASK DONE" | agentnet-action')
+    assert '"move left" | "move right" | "stop"' in grammars[0]
+    assert grammars[-1] == task.action_grammar  # the last part gets the task's own grammar
+    assert traj.steps[-1].observation.reward == 1.0
+
+
+def test_handover_grammar_renames_only_the_root_rule():
+    g = handover_grammar('root ::= act | "root"\nact ::= "go" [a-z root] | root')
+    assert g == 'root ::= "SUBTASK DONE" | agentnet-action\nagentnet-action ::= act | "root"\n' + (
+        'act ::= "go" [a-z root] | agentnet-action'
+    )
+
+
+def _agentnet_run(make_config, *overrides: str) -> tuple[int, list[dict]]:
+    """(tasks the network learned from, the records) of a 4-task AgentNet run on the toy with No-Memory."""
+    final = run_from_config(
+        make_config("framework=agentnet", "benchmark=toy", "benchmark.params.size=4", "memory=no_memory", *overrides)
+    )
+    experiment = next((o.split("=")[1] for o in overrides if o.startswith("experiment_name=")), "default")
+    root = Path(final["runtime"]["results_root"]) / experiment / "toy"
+    rd = RunDir(root / final["labels"]["framework"] / "no_memory" / "mock" / "seed=0")
+    records = rd.records()
+    return rd.latest_snapshot(len(records)).state["framework"]["tasks_seen"], records
+
+
+def test_the_network_evolves_on_the_training_part_of_the_stream_only_by_default(make_config):
+    """AgentNet's fit() evolves the network on a train split and evaluate() runs it frozen; here the training
+    part is the build and warm-up items (`protocol.framework_learning=training`), so No-Memory's eval stream
+    teaches the network nothing unless `framework_learning=all` says so."""
+    assert _agentnet_run(make_config)[0] == 0
+    seen, records = _agentnet_run(make_config, "protocol.warmup_fraction=0.5", "experiment_name=warm")
+    assert seen == 2 and [r["phase"] for r in records] == ["warmup", "warmup", "eval", "eval"]
+    assert _agentnet_run(make_config, "protocol.framework_learning=all", "experiment_name=all")[0] == 4

@@ -67,10 +67,9 @@ def test_answer_tasks_run_plan_answer_review():
     assert [(d.role, d.level) for d in traj.decisions] == [
         ("planner", "team"),
         ("executor", "agent"),
-        ("critic", "event"),
-        ("critic", "event"),  # "SUPPORTS" is no verdict: the critic is asked once more
+        ("critic", "event"),  # the oracle approves
     ]
-    assert [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]] == ["unparsed", "unparsed"]
+    assert [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]] == ["approve"]
     assert traj.steps[0].action.kind == "answer" and traj.steps[0].observation.reward == 1.0
 
 
@@ -93,18 +92,38 @@ def _team_llm(critic: list[str], executor: str | None = None, seen: dict[str, li
     return scripted_llm(policy)
 
 
-def test_an_unreadable_verdict_is_recorded_as_unparsed_and_re_asked_not_taken_as_approval():
-    # an action where a verdict was asked, then a rejection: the rejection still makes the executor revise
-    llm = _team_llm(["move right", "REJECT: you are past the target"])
+def test_an_unreadable_verdict_is_feedback_the_executor_revises_on_never_an_approval():
+    """AutoGen's critic pattern ends an exchange only on an approving message (TextMentionTermination("APPROVE"));
+    any other critic message is feedback the primary agent revises on. An unreadable verdict is recorded as
+    such and makes the executor revise, exactly like a rejection."""
+    seen: dict[str, list] = {}
+    llm = _team_llm(["This move is wrong.", "REJECT: you are past the target"], seen=seen)
     traj = run_task(AutoGenFramework(), TOY, ToyEnv(2, 4, 8), llm)
     check_graph(traj)
-    assert [d.role for d in traj.decisions[:6]] == ["planner", "executor", "critic", "critic", "executor", "critic"]
+    assert [d.role for d in traj.decisions[:6]] == ["planner", "executor", "critic", "executor", "critic", "executor"]
     verdicts = [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]]
-    assert verdicts[:4] == ["unparsed", "reject", "approve", "approve"]
-    assert traj.steps[0].decision_id == traj.decisions[4].id  # the revision, not the first proposal, is executed
-    # with no re-asking, the unreadable verdict lets the proposal go ahead but stays on record as unparsed
-    traj = run_task(AutoGenFramework({"verdict_retries": 0}), TOY, ToyEnv(2, 4, 8), _team_llm(["move right"]))
-    assert traj.metadata["autogen"]["verdicts"][0]["verdict"] == "unparsed"
+    assert verdicts[:3] == ["unparsed", "reject", "approve"]
+    assert traj.steps[0].decision_id == traj.decisions[3].id  # the revision, not the first proposal, is executed
+    assert "[critic] This move is wrong." in system_of(seen["executor"][1])
+
+
+def test_a_critic_that_never_gives_a_verdict_does_not_act_as_approval():
+    """The probe of issue 28: an executor that first proposes a wrong move and fixes it on any feedback, under a
+    critic that only ever writes "This move is wrong.". Read as approval the wrong first proposals go ahead and
+    the task fails; read as feedback (AutoGen's pattern) the revisions go ahead and it succeeds."""
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        system = system_of(request)
+        if "You are the critic" in system:
+            return "This move is wrong."
+        if "You are the planner" in system:
+            return "1. walk right\n2. stop"
+        return mock_oracle(request, spec) if "[critic]" in system else "stop"
+
+    traj = run_task(AutoGenFramework(), TOY, ToyEnv(2, 4, 8), scripted_llm(policy))
+    assert {v["verdict"] for v in traj.metadata["autogen"]["verdicts"]} == {"unparsed"}
+    assert [s.action.text for s in traj.steps] == ["move right", "move right", "stop"]
+    assert traj.steps[-1].observation.reward == 1.0
 
 
 def test_the_revising_executor_sees_its_rejected_proposal_and_every_message_keeps_its_parent():

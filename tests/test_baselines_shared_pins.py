@@ -681,13 +681,16 @@ def test_tool_tasks_inject_the_tool_schema_into_distill_and_verify():
     assert render_tools(two) == schema + "\n" + schema
     system, _ = distill_messages(task, _edv_candidates(), max_items=2, max_chars=100, show_outcome=False)
     # Appendix B.1: for tool use, instructions about tool outputs (data integrity, returned fields)
-    assert "Tool outputs" in system and "data integrity" in system and f"Tool schema:\n{schema}\n" in system
+    assert "Tool outputs" in system and "data integrity" in system
+    assert f"Tool schema (names, descriptions, arguments):\n{schema}\n" in system
     v_system, _ = verify_messages(task, _edv_candidates(), "ITEM", max_chars=100, show_outcome=False)
-    # Appendix B.2: schema alignment of every function name, argument and return field
-    assert (
-        f"4. Schema-aligned: every function name, argument and return field it mentions exists in this tool schema:\n{schema}\n"
-        in v_system
+    # Appendix B.2: schema alignment of every function name and argument; return fields, which the schema
+    # does not carry, against the tool outputs in the trajectories
+    rule = (
+        "4. Schema-aligned: every function name and argument it mentions exists in this tool schema, and every "
+        f"return field it mentions appears in a tool output in the trajectories below:\n{schema}\n"
     )
+    assert rule in v_system
     plain, _ = verify_messages(_edv_task(False), _edv_candidates(), "ITEM", max_chars=100, show_outcome=False)
     assert "Schema-aligned" not in plain and "{" not in plain and "}" not in plain
 

@@ -709,7 +709,7 @@ def test_extraction_prompt_carries_task_outcome_trajectory_and_existing_cards():
     assert call["user"].startswith(f"<task>{bm.SORT}</task>\n\n<outcome>success</outcome>\n\n<trajectory>\n")
     assert f"Task: {bm.SORT}\nOutcome: success\n\n" in call["user"] and "look" in call["user"]
     assert "Existing Cards" not in call["user"]
-    assert call["params"]["max_tokens"] == 1024 and call["params"]["temperature"] == 0.0
+    assert call["params"]["max_tokens"] == 4096 and call["params"]["temperature"] == 0.0
     CALLS.clear()
     m.observe(episode(bm.SORT, "s1", True))  # the same task again: its card is shown as existing
     user = CALLS[0]["user"]
@@ -747,7 +747,7 @@ def test_failures_are_reflected_on_and_long_trajectories_compressed():
     m.observe(episode(bm.SORT, "f", False))
     assert [c["key"] for c in CALLS] == ["conmem.reflect", "conmem.extract"]
     assert CALLS[0]["user"].startswith(f"<task>{bm.SORT}</task>\n\n<outcome>failure</outcome>\n\n<trajectory>\n")
-    assert CALLS[0]["params"]["max_tokens"] == 1024
+    assert CALLS[0]["params"]["max_tokens"] == 4096  # config.py llm_max_tokens
     assert "\n\n--- Failure Reflection ---\nRoot cause: early stop." in CALLS[1]["user"]
     (c,) = m.store.cards.values()
     words = len(SCRIPT["conmem.reflect"].split("<reflection>")[1].split("</reflection>")[0].split())

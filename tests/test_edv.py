@@ -147,16 +147,18 @@ def test_executors_run_their_candidates_in_order_at_their_own_temperature():
     rollout = em.ScriptedRollout(em.task(), memory)
     memory.build(em.task(), rollout)
     seen = [(c["model"], c["temperature"], c["sample_index"], c["usage_role"], c["use_memory"]) for c in rollout.calls]
-    assert seen == [
-        ("ma", 1.0, 1, "executor", False),
-        ("ma", 1.0, 2, "executor", False),
-        ("mb", 0.3, 3, "executor", False),
-        ("mb", 0.3, 4, "executor", False),
+    assert seen == [  # executors read memory while constructing (A.1; RB's build rollouts do too)
+        ("ma", 1.0, 1, "executor", True),
+        ("ma", 1.0, 2, "executor", True),
+        ("mb", 0.3, 3, "executor", True),
+        ("mb", 0.3, 4, "executor", True),
     ]
-    override, _ = edv({"execute_temperature": 0.5}, em.services(em.pool_client(ma=1.0, mb=0.3)))
+    override, _ = edv(
+        {"execute_temperature": 0.5, "execute_with_memory": False}, em.services(em.pool_client(ma=1.0, mb=0.3))
+    )
     rollout = em.ScriptedRollout(em.task(), override)
     override.build(em.task(), rollout)
-    assert {c["temperature"] for c in rollout.calls} == {0.5}
+    assert {c["temperature"] for c in rollout.calls} == {0.5} and not any(c["use_memory"] for c in rollout.calls)
 
 
 def test_distiller_and_verifier_tokens_are_accounted_under_their_roles():

@@ -23,7 +23,18 @@ from aecg_bench.audit import AuditLog
 from aecg_bench.errors import ConfigError
 from aecg_bench.llm import LLMClient, ModelSpec
 from aecg_bench.llm.providers import ContextLimitError
-from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Trajectory
+from aecg_bench.types import (
+    Action,
+    DecisionNode,
+    Episode,
+    Observation,
+    Outcome,
+    Step,
+    Task,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+)
 from baselines.edv.ability import AbilityMatrix
 from baselines.edv.banks import Banks, item_text
 from baselines.edv.contamination import CORRUPT_SYSTEM, load_items
@@ -36,8 +47,11 @@ from baselines.edv.prompts import (
     VERIFY_SYSTEM,
     Candidate,
     distill_grammar,
+    distill_messages,
     judge_grammar,
     judge_messages,
+    render_tools,
+    verify_messages,
 )
 from baselines.edv.verify import parse_vote, verify_items
 from baselines.llm_calls import stable_seed
@@ -358,6 +372,27 @@ def test_every_verifier_votes_with_its_own_settings_on_every_item():
     assert verdict.destination == "discard" and down.audit.read()[0]["purpose"] == "verify"
 
 
+def test_every_schema_check_a_tool_prompt_asks_for_is_checkable_on_that_prompt():
+    """B.2: referenced function names, arguments and return fields must exist. The tool schema the
+    prompts show has no return types (ToolSpec), so return fields are checked against the tool outputs
+    the trajectories show, and the schema is never named as where they are."""
+    tools = (ToolSpec("find_orders", "List orders.", {"type": "object", "properties": {"customer": {}}}),)
+    task = Task(id="t1", benchmark="toy_tools", instruction="Cancel my order.", tools=tools)
+    act = Action(kind="tool", tool_calls=(ToolCall("find_orders", {"customer": "ana"}),))
+    output = Observation(text='{"orders": [{"id": "o1", "status": "pending"}]}')
+    traj = Trajectory(task_id="t1", framework="scripted", steps=[Step(0, act, output)])
+    cands = [Candidate(1, "executor 1", traj, "unknown")]
+    assert "status" not in render_tools(task)  # the schema shows names and arguments only
+    system, user = verify_messages(task, cands, "Check the status field.", max_chars=6000, show_outcome=False)
+    rule = system.split("4. Schema-aligned:")[1].split("If any check fails")[0]
+    assert "return field" not in rule.split("tool schema")[0]  # not asked of the schema
+    assert "return field it mentions appears in a tool output" in rule and '"status": "pending"' in user
+    distill_system, distill_user = distill_messages(task, cands, max_items=3, max_chars=6000, show_outcome=False)
+    schema_ask, outputs_ask = distill_system.split("Tool outputs:")[1].split("in the tool schema below")[:2]
+    assert "return field" not in schema_ask and "return fields that appear in the tool outputs" in outputs_ask
+    assert '"status": "pending"' in distill_user
+
+
 # -- the banks ----------------------------------------------------------------------------------
 
 
@@ -472,18 +507,18 @@ class _PoolRollout:
         return Episode(self.task, traj, Outcome(success=ok, value=float(bool(ok)))), (model, sample_index)
 
 
-def test_the_judge_runs_every_pool_model_and_returns_the_attempt_it_names():
+def test_a_fixed_judge_does_not_answer_and_the_attempt_it_names_is_the_result():
     services, proxy = _judge_services("Reason: the second is right.\nBest: 2")
-    judge = registry.build("memory", "judge", {}, services=services)
+    judge = registry.build("memory", "judge", {"judge_model": "mc"}, services=services)
     rollout = _PoolRollout(em.task())
     episode, score = judge.solve(em.task(), rollout)
-    assert rollout.calls == [("ma", 0, False, "solver"), ("mb", 1, False, "solver"), ("mc", 2, False, "solver")]
+    assert rollout.calls == [("ma", 0, False, "solver"), ("mb", 1, False, "solver")]  # mc judges, never answers
     assert score == ("mb", 1) and episode.trajectory.initial_observation == "attempt by mb"
-    verdict = {"judge": "mc", "attempts": ["ma", "mb", "mc"], "best": 2, "fallback": False}
+    verdict = {"judge": "mc", "attempts": ["ma", "mb"], "best": 2, "fallback": False}
     assert episode.trajectory.metadata["adjudication"] == verdict
     (call,) = proxy.calls
     assert (call["role"], call["model"], call["temperature"], call["max_tokens"]) == ("adjudicator", "mc", 0.0, 111)
-    assert call["grammar"] == judge_grammar(3) and "attempt by mb" in call["user"]
+    assert call["grammar"] == judge_grammar(2) and "attempt by mb" in call["user"]
     (event,) = [e for e in services.audit.read() if e["event"] == "adjudicate"]
     assert {k: event[k] for k in ("task", "reply", *verdict)} == {
         "task": "t1",
@@ -492,13 +527,46 @@ def test_the_judge_runs_every_pool_model_and_returns_the_attempt_it_names():
     }
 
 
+def test_by_default_each_task_draws_its_judge_from_the_pool_and_the_others_answer():
+    """The judge never adjudicates its own attempt; which member judges is drawn from (seed, task)."""
+    judges = {}
+    for seed in (0, 1):
+        services, proxy = _judge_services("Best: 1")
+        services.seed = seed
+        judge = registry.build("memory", "judge", {}, services=services)
+        for i in range(12):
+            task = em.task(f"t{i}")
+            rollout = _PoolRollout(task)
+            judge.solve(task, rollout)
+            judged_by = proxy.calls[-1]["model"]
+            assert [c[0] for c in rollout.calls] == [m for m in ("ma", "mb", "mc") if m != judged_by]
+            assert [c[1] for c in rollout.calls] == [("ma", "mb", "mc").index(c[0]) for c in rollout.calls]
+            assert judge.judge_for(task) == judged_by  # the same task draws the same judge again
+            judges[seed, i] = judged_by
+    assert set(judges.values()) == {"ma", "mb", "mc"}  # every member judges some tasks
+    assert any(judges[0, i] != judges[1, i] for i in range(12))  # the draw follows the run seed
+    assert judges == {
+        (seed, i): random.Random(stable_seed("judge", seed, f"t{i}")).choice(["ma", "mb", "mc"])
+        for seed in (0, 1)
+        for i in range(12)
+    }
+    services, proxy = _judge_services("Best: 1")
+    pair = registry.build("memory", "judge", {"pool": ["ma", "mb"]}, services=services)
+    for i in range(6):  # of two members one judges, so the other answers alone and nobody is asked
+        rollout = _PoolRollout(em.task(f"t{i}"))
+        episode, _ = pair.solve(em.task(f"t{i}"), rollout)
+        assert [c[0] for c in rollout.calls] == [m for m in ("ma", "mb") if m != pair.judge_for(em.task(f"t{i}"))]
+        assert "adjudication" not in episode.trajectory.metadata
+    assert proxy.calls == []
+
+
 def test_an_unparsable_judgement_falls_back_to_the_first_attempt_and_says_so():
     services, _ = _judge_services("I cannot decide.")
     judge = registry.build("memory", "judge", {"judge_model": "mb", "judge_max_tokens": 64}, services=services)
     episode, _ = judge.solve(em.task(), _PoolRollout(em.task()))
     assert episode.trajectory.metadata["adjudication"] == {
         "judge": "mb",
-        "attempts": ["ma", "mb", "mc"],
+        "attempts": ["ma", "mc"],
         "best": None,
         "fallback": True,
     }
@@ -538,46 +606,70 @@ def test_the_judges_last_best_line_counts_and_must_name_an_attempt():
 # -- Router ---------------------------------------------------------------------------------------
 
 
-def test_the_router_probes_every_model_then_routes_each_task_type_to_its_best():
-    services = em.services()
-    router = registry.build("memory", "router", {"probes_per_model": 2}, services=services)
+def _router(params=None, *, scripts=None, seed=0, **temperatures):
+    proxy = _Proxy(em.pool_client(scripts, **temperatures))
+    services = em.services(proxy, seed=seed)  # type: ignore[arg-type]
+    return registry.build("memory", "router", params or {}, services=services), services, proxy
+
+
+def test_the_router_learns_from_edvs_draw_and_its_distillers_unlabelled_assessment():
+    """Router and EDV share their label source: EDV's two executors per build task and the third-party
+    distiller's assessment (no outcome in its prompt), never the environment's verdict."""
+    router, services, proxy = _router()
     t = em.task("t1", task_type="cancel")
-    rollout = _PoolRollout(t, succeeds=("mb",))
+    a = router.pool.assign(StagePlan(), seed=0, task_id="t1", visit=0)
+    e1, e2 = a.executors
+    rollout = _PoolRollout(t, succeeds=(e2,))  # the environment says the opposite of the distiller
     router.build(t, rollout)
-    assert rollout.calls == [
-        ("ma", 1, False, "executor"),
-        ("ma", 2, False, "executor"),
-        ("mb", 3, False, "executor"),
-        ("mb", 4, False, "executor"),
-        ("mc", 5, False, "executor"),
-        ("mc", 6, False, "executor"),
+    assert rollout.calls == [(m, i, False, "executor") for i, m in enumerate((e1, e1, e2, e2), start=1)]
+    (call,) = proxy.calls
+    assert (call["model"], call["role"]) == (a.distiller, "distiller") and "outcome:" not in call["user"]
+    assert "strict third-party evaluator" in call["system"]  # EDV's Distill prompt: 1-2 success, 3-4 failure
+    assert router.ability.record(e1, "cancel") == (2, 2) and router.ability.record(e2, "cancel") == (0, 2)
+    assert (call["temperature"], call["max_tokens"]) == (0.0, router.pool.specs[a.distiller].max_tokens)
+    probes = [{k: v for k, v in e.items() if k != "seq"} for e in services.audit.read() if e["event"] == "probe"]
+    assert probes == [
+        {"event": "probe", "task": "t1", "task_type": "cancel", "model": m, "success": ok, "source": "distiller"}
+        for m, ok in ((e1, True), (e1, True), (e2, False), (e2, False))
     ]
-    assert router.ability.record("mb", "cancel") == (2, 2) and router.ability.record("ma", "cancel") == (0, 2)
-    probes = [e for e in services.audit.read() if e["event"] == "probe"]
-    assert [(p["model"], p["success"], p["task"], p["task_type"]) for p in probes] == [
-        (m, m == "mb", "t1", "cancel") for m in ("ma", "ma", "mb", "mb", "mc", "mc")
+    router.build(t, _PoolRollout(t))
+    assigns = [{k: v for k, v in e.items() if k != "seq"} for e in services.audit.read() if e["event"] == "assign"]
+    visit1 = router.pool.assign(StagePlan(), seed=0, task_id="t1", visit=1)
+    assert assigns == [  # each visit draws again, as EDV's
+        {"event": "assign", "task": "t1", "visit": v, "executors": list(x.executors), "distiller": x.distiller}
+        for v, x in ((0, a), (1, visit1))
     ]
-    assert router.select_model(em.task("q", task_type="cancel")) == "mb"
-    other = em.task("t2", task_type="refund")
-    for _ in range(3):
-        router.build(other, _PoolRollout(other, succeeds=("ma",)))
+    labelled, _, proxy = _router({"ability_from": "labels"})
+    labelled.build(t, _PoolRollout(t, succeeds=(e2,)))
+    assert proxy.calls == []  # no distiller
+    assert labelled.ability.record(e2, "cancel") == (2, 2) and labelled.ability.record(e1, "cancel") == (0, 2)
+
+
+def test_the_router_routes_each_task_type_to_its_best_and_restores_its_state():
+    router, _, _ = _router({"ability_from": "labels", "candidates_per_executor": 1})
+    for i in range(6):
+        for task_type, good in (("cancel", "mb"), ("refund", "ma")):
+            t = em.task(f"{task_type}{i}", task_type=task_type)
+            router.build(t, _PoolRollout(t, succeeds=(good,)))
     assert router.select_model(em.task("q", task_type="cancel")) == "mb"
     assert router.select_model(em.task("q", task_type="refund")) == "ma"
-    assert router.recall(em.RecallQuery(task=t, level="agent", agent="a", role="actor")) == []
+    assert router.recall(em.RecallQuery(task=em.task(), level="agent", agent="a", role="actor")) == []
     assert router.stats() == {"observations": 24.0}
-    fresh = registry.build("memory", "router", {}, services=em.services())
+    fresh, _, _ = _router()
     fresh.load_state_dict(router.state_dict())
     assert fresh.state_dict() == router.state_dict() and fresh.select_model(em.task("q", task_type="refund")) == "ma"
 
 
-def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model():
-    services = em.services()
-    router = registry.build("memory", "router", {"pool": ["ma", "mb"]}, services=services)
+def test_the_router_skips_unassessed_candidates_and_episodes_without_one_pool_model():
+    silent = {m: [{"match": "strict third-party evaluator", "reply": "I cannot tell."}] for m in ("ma", "mb", "mc")}
+    router, services, _ = _router(scripts=silent)
     t = em.task("t1")
-    router.build(t, _PoolRollout(t, succeeds=None))  # type: ignore[arg-type]
+    router.build(t, _PoolRollout(t, succeeds=("ma", "mb", "mc")))
     skips = [e for e in _plain(services.audit.read()) if e["event"] == "skip"]
+    a = router.pool.assign(StagePlan(), seed=0, task_id="t1", visit=0)
     assert skips == [
-        {"event": "skip", "purpose": "probe", "reason": "no_label", "task": "t1", "model": m} for m in ("ma", "mb")
+        {"event": "skip", "purpose": "probe", "reason": "no_label", "task": "t1", "model": m, "source": "distiller"}
+        for m in (a.executors[0], a.executors[0], a.executors[1], a.executors[1])
     ]
     assert router.ability.cells == {}
     ep = _episode(True)
@@ -590,26 +682,60 @@ def test_the_router_skips_unlabelled_probes_and_episodes_without_one_pool_model(
         "models": [],
     }
     assert router.ability.cells == {}
+
+
+def test_online_the_routed_models_episode_is_assessed_by_another_pool_model():
+    router, services, proxy = _router(seed=3)
+    ep = _episode(False)  # the environment's verdict is not what it learns from
     ep.trajectory.add_decision(
         DecisionNode(
             id="d0", agent="solver", role="actor", level="agent", output="x", action=Action("command", "x"), model="mb"
         )
     )
     router.observe(ep)
-    assert router.ability.record("mb", "cancel") == (1, 1)
-    assert services.audit.read()[-1] == {
-        **services.audit.read()[-1],
-        "event": "outcome",
-        "model": "mb",
-        "success": True,
-    }
+    (call,) = proxy.calls
+    assert call["role"] == "distiller" and "### Candidate 1 (executor 1)\n" in call["user"]
+    assert router.ability.record("mb", "cancel") == (1, 1)  # the script's assessment: candidate 1 succeeded
+    drawn, expected = [], []
+    for seed in range(8):  # the assessor is drawn from (salt, run seed, task id) among the other members
+        for task_id in ("t1", "t2"):
+            other, _, other_proxy = _router(seed=seed)
+            other.observe(replace(ep, task=em.task(task_id)))
+            drawn.append(other_proxy.calls[0]["model"])
+            expected.append(random.Random(stable_seed("router-assess", seed, task_id)).choice(["ma", "mc"]))
+    assert drawn == expected and set(drawn) == {"ma", "mc"}
+    assert services.audit.read()[-1]["event"] == "outcome" and services.audit.read()[-1]["model"] == "mb"
+    labelled, _, proxy = _router({"ability_from": "labels"})
+    labelled.observe(ep)
+    assert proxy.calls == [] and labelled.ability.record("mb", "cancel") == (0, 1)
 
 
-def test_router_params_reach_its_ability_matrix():
-    router = registry.build("memory", "router", {"prior_strength": 4.0, "confidence": 0.0}, services=em.services())
+def test_router_params_reach_its_ability_matrix_its_plan_and_its_stages():
+    params = {"prior_strength": 4.0, "confidence": 0.0, "n_executors": 1, "candidates_per_executor": 3}
+    router, _, _ = _router(params)
     assert (router.ability.prior_strength, router.ability.confidence) == (4.0, 0.0)
+    rollout = _PoolRollout(em.task())
+    router.build(em.task(), rollout)
+    assert [c[1] for c in rollout.calls] == [1, 2, 3] and len({c[0] for c in rollout.calls}) == 1
+    stages = {"execute_temperature": 0.5, "distill_temperature": 0.2, "distill_max_tokens": 77}
+    router, _, proxy = _router(stages)
+    rollout = em.ScriptedRollout(em.task(), router)
+    router.build(em.task(), rollout)
+    assert {(c["temperature"], c["use_memory"], c["usage_role"]) for c in rollout.calls} == {(0.5, False, "executor")}
+    assert (proxy.calls[0]["temperature"], proxy.calls[0]["max_tokens"]) == (0.2, 77)
+    own = _router(mb=0.7)[0]
+    for i in range(6):
+        rollout = em.ScriptedRollout(em.task(f"t{i}"), own)
+        own.build(em.task(f"t{i}"), rollout)
+        assert all(c["temperature"] == (0.7 if c["model"] == "mb" else 0.0) for c in rollout.calls)
     with pytest.raises(ConfigError, match=r"^memory 'router' needs the run's LLM client \(its model pool\)$"):
         registry.build("memory", "router", {}, services=_no_llm())
+    two = {m: [] for m in ("ma", "mb")}
+    for mode in ("distiller", "labels"):  # both modes draw EDV's executors and distiller
+        with pytest.raises(ConfigError, match="third-party distillation needs a pool model outside the 2 executors"):
+            _router({"ability_from": mode}, scripts=two)
+    four = {m: [] for m in ("ma", "mb", "mc", "md")}
+    assert _router({"pool": ["mb", "mc", "md"]}, scripts=four)[0].pool.members == ("mb", "mc", "md")
 
 
 # -- the method: one construction's record, state and inference -----------------------------------
@@ -776,10 +902,11 @@ def test_best_overall_routing_and_memory_while_executing_follow_their_params():
 
 def test_the_judge_reads_numbered_attempts_of_its_own_pool_under_its_prompt():
     services, proxy = _judge_services("Best: 1")
-    judge = registry.build("memory", "judge", {"pool": ["mb", "mc"], "max_chars_per_candidate": 300}, services=services)
+    params = {"pool": ["mb", "mc"], "judge_model": "ma", "max_chars_per_candidate": 300}
+    judge = registry.build("memory", "judge", params, services=services)
     rollout = _PoolRollout(em.task())
     judge.solve(em.task(), rollout)
-    assert [c[0] for c in rollout.calls] == ["mb", "mc"]
+    assert [c[0] for c in rollout.calls] == ["mb", "mc"]  # a judge outside the pool leaves every member answering
     (call,) = proxy.calls
     candidates = [
         Candidate(n, "", Trajectory(task_id="t1", framework="scripted", initial_observation=f"attempt by {m}"), "")

@@ -160,12 +160,15 @@ def test_judge_adjudicates_between_the_pools_answers(make_config):
     )
     rd = _rd(final)
     records = rd.records()
-    assert all(r["n_rollouts"] == 3 and set(r["usage"]["by_role"]) == {"solver", "adjudicator"} for r in records)
+    assert all(r["n_rollouts"] == 2 and set(r["usage"]["by_role"]) == {"solver", "adjudicator"} for r in records)
     decisions = [e for e in _audit(rd) if e["event"] == "adjudicate"]
-    assert [d["best"] for d in decisions] == [1, 1] and decisions[0]["judge"] == "mock-solver"
-    assert final["eval"]["success_rate"] == 1.0  # attempt 1 is mock-solver's
-    chosen = rd.read_trajectory(0, 1)["rollouts"][0]["episode"]["trajectory"]["metadata"]
-    assert chosen["adjudication"]["attempts"] == ["mock-solver", "mock-idle", "mock-skeptic"]
+    pool = ["mock-solver", "mock-idle", "mock-skeptic"]
+    assert [d["best"] for d in decisions] == [1, 1]
+    assert all(d["attempts"] == [m for m in pool if m != d["judge"]] for d in decisions)  # never its own
+    for r, d in zip(records, decisions, strict=True):
+        chosen = rd.read_trajectory(r["position"], r["attempt"])["rollouts"][0]["episode"]["trajectory"]
+        assert chosen["metadata"]["adjudication"]["judge"] == d["judge"]
+        assert chosen["decisions"][0]["model"] == d["attempts"][0]  # attempt 1, as the scripted judge says
 
 
 def test_router_learns_the_matrix_on_the_build_split_and_routes_each_task(make_config):
@@ -181,10 +184,12 @@ def test_router_learns_the_matrix_on_the_build_split_and_routes_each_task(make_c
     )
     rd = _rd(final)
     records = rd.records()
-    assert [r["n_rollouts"] for r in records] == [3, 3, 1, 1]
-    probes = [(e["model"], e["success"]) for e in _audit(rd) if e["event"] == "probe"]
-    assert probes[:3] == [("mock-solver", True), ("mock-idle", False), ("mock-skeptic", True)]
-    assert _rollout_models(rd)[2:] == [["mock-solver"], ["mock-solver"]]  # tie: pool order
+    assert [r["n_rollouts"] for r in records] == [4, 4, 1, 1]  # EDV's 2 executors x 2 candidates
+    assert set(records[0]["usage"]["by_role"]) == {"executor", "distiller"} and final["labels"]["memory"] == "router"
+    probes = [(e["model"], e["success"], e["source"]) for e in _audit(rd) if e["event"] == "probe"]
+    assert len(probes) == 8 and {s for _, _, s in probes} == {"distiller"}
+    assert all(ok == (model != "mock-idle") for model, ok, _ in probes)  # the distiller read what each did
+    assert "mock-idle" not in {m for models in _rollout_models(rd)[2:] for m in models}
     assert final["eval"]["success_rate"] == 1.0
 
 

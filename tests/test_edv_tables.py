@@ -22,10 +22,12 @@ import pytest
 from conftest import REPO, compose
 
 from aecg_bench.analysis import edv
-from aecg_bench.analysis.edv_plan import estimate, parse_sizes
+from aecg_bench.analysis.edv_plan import estimate, parse_sizes, smoke_overrides
 from aecg_bench.analysis.load import load
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.config import parse_run_config
+from aecg_bench.runner.identity import results_dir_of
+from aecg_bench.runner.records import RunDir
 
 
 def _script(name: str):
@@ -56,7 +58,8 @@ def table1_root(tmp_path_factory) -> Path:
 
 def test_arms_pin_backbone_protocol_and_labels(tmp_path):
     """Single-backbone rows send every call to pool backbone i under its own label; ensemble rows
-    keep the pool; each row runs its paper's protocol; only the Router learns from the environment."""
+    keep the pool; each row runs its paper's protocol; no row learns from the environment, and Router
+    and EDV learn from the same source (the distiller's assessment) unless both get labels."""
     pool = {"backbone_1": "mock-solver", "backbone_2": "mock-idle", "backbone_3": "mock-skeptic"}
     for arm, (memory, mode) in {
         "nm_b2": ("no_memory", "online"),
@@ -64,10 +67,15 @@ def test_arms_pin_backbone_protocol_and_labels(tmp_path):
         "judge": ("judge", "online"),
         "router": ("router", "build_then_freeze"),
         "edv": ("edv", "build_then_freeze"),
+        "router_env": ("router", "build_then_freeze"),
+        "edv_labelled": ("edv", "build_then_freeze"),
     }.items():
         cfg = _cfg(tmp_path, f"arm={arm}")
         assert (cfg.memory.name, cfg.protocol.mode) == (memory, mode), arm
-        assert cfg.protocol.label_source == ("environment" if arm == "router" else "none"), arm
+        labelled = arm in ("router_env", "edv_labelled")
+        assert cfg.protocol.label_source == ("environment" if labelled else "none"), arm
+        if memory in ("router", "edv"):
+            assert cfg.memory.params["ability_from"] == ("labels" if labelled else "distiller"), arm
         assert cfg.model.roles["user_simulator"] == "mock-solver", arm  # one tau2 user for every row
         if arm[-2:-1] == "b":
             label = pool[f"backbone_{arm[-1]}"]
@@ -102,11 +110,46 @@ def test_sweep_points_get_their_own_results_folders(tmp_path):
     assert (tau.memory.params["shared_threshold"], tau.memory.params["private_threshold"]) == (0.70, 0.75)
 
 
+def _build_recalls(final: dict) -> dict[tuple[int, str], list[list[str]]]:
+    """Per (epoch, build task): the memory ids each of its rollouts recalled."""
+    rd = RunDir(results_dir_of(final))
+    out = {}
+    for r in rd.records():
+        if r["phase"] == "build":
+            rollouts = rd.read_trajectory(r["position"], r["attempt"])["rollouts"]
+            out[r["epoch"], r["sample_id"]] = [
+                sorted({m for d in ro["episode"]["trajectory"]["decisions"] for m in d["recalled_memory_ids"]})
+                for ro in rollouts
+            ]
+    return out
+
+
+def test_fig4_a_second_epoch_changes_both_methods_build_rollouts(tmp_path):
+    """Fig. 4's epochs mean the same for EDV and RB (docs/memory/edv.md): a pass over the build split whose
+    rollouts read what earlier tasks and epochs stored. So the first build task, blind in epoch 1, reads
+    stored items in every rollout of epoch 2, for both methods."""
+    sweep = (REPO / "conf/experiment/edv_fig4_epochs.yaml").read_text()
+    assert "arm: edv,rb_b3" in sweep
+    for arm, rollouts in (("edv", 4), ("rb_b3", 1)):
+        overrides = ["experiment=edv_fig4_epochs", f"arm={arm}", *TINY, "protocol.build_epochs=2"]
+        recalls = _build_recalls(run_from_config(compose(overrides, tmp_path / arm)))
+        first, second = "train-0", "train-1"
+        assert recalls[0, first] == [[]] * rollouts, arm  # nothing stored yet
+        assert all(recalls[0, second]), arm  # within an epoch too: the first task's items
+        assert len(recalls[1, first]) == rollouts and all(recalls[1, first]), arm
+    # the official toy code's reading (executors blind) is a knob, not the default
+    overrides = ["experiment=edv_fig4_epochs", "arm=edv", *TINY, "protocol.build_epochs=2"]
+    blind = _build_recalls(
+        run_from_config(compose([*overrides, "memory.params.execute_with_memory=false"], tmp_path / "blind"))
+    )
+    assert all(ids == [] for rollouts in blind.values() for ids in rollouts)
+
+
 def test_fig5_counts_retrieved_memories_in_items_for_both_methods(tmp_path):
     """Fig. 5's RB arm caps ReasoningBank's recall at top_k items (EDV's unit); RB's own top_k
     counts entries of up to 3 items, so at k = 1 the uncapped arm hands the agent 3 items here."""
     sweep = (REPO / "conf/experiment/edv_fig5_topk.yaml").read_text()
-    assert "arm: edv,rb_items_b3" in sweep
+    assert "rb_items_b3_top1,rb_items_b3_top2,rb_items_b3_top3" in sweep and "rb_b3_top" not in sweep
     recalled, frames = {}, []
     for arm in ("rb_items_b3", "rb_b3"):
         overrides = ["experiment=edv_fig5_topk", f"arm={arm}", *TINY, "memory.params.top_k=1"]
@@ -119,6 +162,28 @@ def test_fig5_counts_retrieved_memories_in_items_for_both_methods(tmp_path):
         assert final["status"] == "complete" and set(df["row"]) == {"rb_b3"}
     assert recalled == {"rb_items_b3": [1, 1], "rb_b3": [3, 3]}
     assert edv.recall_units(frames[0]) == "items" and edv.recall_units(frames[1]) == "EDV: items; RB: entries"
+
+
+def test_fig5s_two_curves_start_from_one_no_memory_point(tmp_path):
+    """x = 0 is one run both curves share, No-Memory on RB's backbone (App. A.2: "both methods start
+    from the same baseline (0.781)", Table 1's GLM NM); EDV with nothing recalled would still route
+    over the pool (the Router), so no EDV run sits at x = 0."""
+    sweep = (REPO / "conf/experiment/edv_fig5_topk.yaml").read_text()
+    points = "arm: nm_b3,edv_top1,edv_top2,edv_top3,rb_items_b3_top1,rb_items_b3_top2,rb_items_b3_top3"
+    assert points in sweep and "memory.params.top_k:" not in sweep
+    for arm in ("nm_b3", "edv_top1", "rb_items_b3_top2"):
+        final = run_from_config(compose(["experiment=edv_fig5_topk", f"arm={arm}", *TINY], tmp_path))
+        assert final["status"] == "complete", arm
+    df = edv.annotate(load(tmp_path / "edv_fig5_topk"))
+    assert set(df.loc[df["row"] == "nm_b3", "model"]) == {"mock-skeptic"}  # RB's backbone, as rb_items_b3's
+    assert set(df["memory"]) == {"no_memory_top0", "edv_top1", "reasoningbank_top2_build_then_freeze"}
+    data = edv.curve(df, "top_k", n_boot=50)
+    assert sorted(zip(data["method"], data["top_k"], strict=True)) == [("edv", 0), ("edv", 1), ("rb", 0), ("rb", 2)]
+    zero = data[data["top_k"] == 0].set_index("method")
+    assert zero.loc["edv"].to_dict() == zero.loc["rb"].to_dict()  # the same point
+    nm = df[df["row"] == "nm_b3"]
+    assert zero.loc["edv", "mean"] == pytest.approx(100 * nm["success"].mean())
+    assert edv.recall_units(df) == "items"
 
 
 def test_an_arm_on_a_model_config_without_backbones_fails_in_one_line(tmp_path):
@@ -358,7 +423,22 @@ def test_reproduce_edv_smoke_with_the_mock_pool_renders_everything_and_prices_th
         assert (tables / f"{name}.md").exists(), name
     for name in ("fig4_epochs", "fig5_topk", "fig6_threshold"):
         assert (tables / f"{name}.png").stat().st_size > 0 and (tables / f"{name}.csv").exists()
-    assert len(pd.read_csv(tables / "fig4_epochs.csv")) == 8  # 2 methods x 4 epochs
+    # Figure 4: the smoke's epochs (edv_plan), each for both methods; a second epoch's build rollouts
+    # read what the first stored, for EDV as for RB (the epoch the docs define)
+    smoke_epochs = next(o for o in smoke_overrides("fig4_epochs") if o.startswith("protocol.build_epochs="))
+    epochs = [int(e) for e in smoke_epochs.split("=")[1].split(",")]
+    fig4 = pd.read_csv(tables / "fig4_epochs.csv")
+    assert sorted(zip(fig4["method"], fig4["build_epochs"], strict=True)) == [
+        (m, e) for m in ("edv", "rb") for e in epochs
+    ]
+    runs = edv.annotate(load(root / "edv_fig4_epochs-smoke"))
+    second = runs[(runs["phase"] == "build") & (runs["epoch"] == 1)]
+    assert set(second["method"]) == {"edv", "reasoningbank"} and all(second["recalled_memory_ids"].map(len))
+    # Figure 5: both curves start from the one No-Memory point at x = 0
+    fig5 = pd.read_csv(tables / "fig5_topk.csv")
+    zero = fig5[fig5["top_k"] == 0].set_index("method")
+    assert sorted(zero.index) == ["edv", "rb"] and zero.loc["edv"].equals(zero.loc["rb"])
+    assert sorted(fig5["top_k"].unique()) == [0, 1, 2, 3]
     # every EDV test task goes to a model that acts (never mock-idle), and every memory row builds memory
     table1 = edv.annotate(load(root / "edv_table1-smoke"))
     assert table1.loc[(table1["row"] == "edv") & (table1["phase"] == "eval"), "success"].all()

@@ -48,7 +48,9 @@ def _role(request: Request) -> str:
     return "act"
 
 
-def _probe(make_config: Any, framework: str, policy: Any, name: str) -> tuple[dict, list[tuple[dict, Any]]]:
+def _probe(
+    make_config: Any, framework: str, policy: Any, name: str, *overrides: str
+) -> tuple[dict, list[tuple[dict, Any]]]:
     """Run `framework` on 3 toy tasks with `policy`; the run's header and (record, trajectory) pairs."""
     register_mock_policy(name, policy)
     final = run_from_config(
@@ -58,6 +60,7 @@ def _probe(make_config: Any, framework: str, policy: Any, name: str) -> tuple[di
             "benchmark.params.size=3",
             "memory=no_memory",
             f"model.models.mock.options.policy={name}",
+            *overrides,
         )
     )
     assert final["status"] == "complete"
@@ -141,7 +144,8 @@ def test_agentnet_probe(make_config):
             return "stop"  # stops short of this task's target: a failure
         return mock_oracle(request, spec)
 
-    header, runs = _probe(make_config, "agentnet", policy, "probe_agentnet")
+    # the network learns on the eval stream here (by default it learns on build and warm-up items only)
+    header, runs = _probe(make_config, "agentnet", policy, "probe_agentnet", "protocol.framework_learning=all")
     _usage_adds_up(header, runs)
     _cues_hold(seen)
     assert set(header["usage"]["by_role"]) == {"router", "executor"}
@@ -173,11 +177,18 @@ def _run_dir(header: dict) -> Path:
 
 
 def test_role_grammars_compile_for_the_embedded_model():
-    """The critic's and the routers' GBNF must compile in llama.cpp, or grammar-capable models would fail."""
+    """The critic's and the routers' GBNF, and the benchmarks' action grammars with AgentNet's hand-over, must
+    compile in llama.cpp, or grammar-capable models would fail."""
     llama_cpp = pytest.importorskip("llama_cpp")
+    from aecg_bench.benchmarks.fever import REACT_GRAMMAR
+    from aecg_bench.benchmarks.scienceworld.benchmark import ACTION_GRAMMAR
+    from frameworks.agentnet.framework import handover_grammar
+
+    toy = ToyBenchmark().samples()[0].task.action_grammar
     for text in (
         VERDICT_GRAMMAR,
         grammar(("execute", "forward", "split"), ["agent_1", "agent_2"]),
         grammar(("complete", "incomplete"), ["agent_0"]),
+        *(handover_grammar(g) for g in (toy, REACT_GRAMMAR, ACTION_GRAMMAR)),
     ):
         assert llama_cpp.LlamaGrammar.from_string(text, verbose=False) is not None

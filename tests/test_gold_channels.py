@@ -29,7 +29,8 @@ JUDGE_SAYS_SUCCESS = "+model.models.mock.options.script=[{match: 'strict evaluat
 def run_and_capture(make_config, *overrides: str) -> tuple[Any, list[Episode], list[Episode], dict]:
     """Run through the real runner; return (services, episodes memory observed, episodes the framework
     observed, the final header)."""
-    cfg = parse_run_config(make_config("benchmark.params.size=4", *overrides))
+    # the framework learns on the eval stream too (by default it learns on build and warm-up items only)
+    cfg = parse_run_config(make_config("benchmark.params.size=4", "protocol.framework_learning=all", *overrides))
     plan, services, audit = build(cfg)
     seen_by_memory: list[Episode] = []
     seen_by_framework: list[Episode] = []
@@ -79,6 +80,7 @@ def test_memory_and_framework_see_rewards_only_under_environment_labels(make_con
 def agentnet_state(make_config, source: str, learn_from: str) -> tuple[dict, dict]:
     """(state before, state after) of an evolving AgentNet run on the toy benchmark."""
     overrides = ["framework=agentnet", f"framework.params.learn_from={learn_from}", f"protocol.label_source={source}"]
+    overrides.append("protocol.framework_learning=all")  # evolve on the eval stream
     overrides.append(f"experiment_name={source}-{learn_from}")
     if source == "llm_judge":
         overrides.append(JUDGE_SAYS_SUCCESS)
@@ -141,6 +143,7 @@ def test_resume_replay_withholds_the_stored_rewards_too(tmp_path: Path, source: 
     memory, framework = _Spy(), _Spy()
     item = StreamItem(0, "eval", Sample(task=stored.task))
     replay = ReplayRollout(memory, [RolloutRecord(stored, Score(True, 1.0))])  # type: ignore[arg-type]
-    apply_item(memory, framework, item, replay, Protocol(label_source=source))  # type: ignore[arg-type]
+    protocol = Protocol(label_source=source, framework_learning="all")
+    apply_item(memory, framework, item, replay, protocol)  # type: ignore[arg-type]
     assert rewards(memory.seen) == rewards(framework.seen) == [0.0]
     assert replay.records[0].episode.trajectory.steps[0].observation.reward == 1.0

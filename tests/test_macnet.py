@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 
 import pytest
 from fw_helpers import ANSWER_TASK, AnswerEnv, check_graph, oracle_llm, run_task, scripted_llm, system_of
@@ -75,13 +76,69 @@ def test_concurrent_layers_give_the_same_graph_as_sequential_ones(protocol):
     ]
 
 
-def test_random_topology_is_drawn_from_the_sample_rng_and_recorded():
-    fw = MacNetFramework({"topology": "random", "nodes": 5, "edge_prob": 0.6})
-    a = run_task(fw, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=11).metadata["macnet"]
-    b = run_task(fw, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=11).metadata["macnet"]
+def test_the_random_graph_is_drawn_once_per_run_from_the_run_seed_or_per_task():
+    """G-Memory builds its graph once per run (build_system); `graph_draw=task` draws one per sample."""
+    per_run = MacNetFramework({"topology": "random", "nodes": 5, "edge_prob": 0.6})
+    runs = [
+        run_task(per_run, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=seed, run_seed=run).metadata["macnet"]
+        for run, seed in ((4, 11), (4, 12), (5, 11))
+    ]
+    expected = build_dag("random", 5, rng=random.Random("macnet-graph:4"), edge_prob=0.6).edges
+    assert runs[0] == runs[1] and runs[0]["edges"] == [list(e) for e in expected]  # same run, other sample
+    assert runs[2]["edges"] != runs[0]["edges"] and runs[0]["graph_draw"] == "run"  # another run seed
+    per_task = MacNetFramework({"topology": "random", "nodes": 5, "edge_prob": 0.6, "graph_draw": "task"})
+    a, b = (run_task(per_task, TOY, ToyEnv(3, 5, 8), oracle_llm(), seed=11).metadata["macnet"] for _ in range(2))
     assert a == b and a["edges"] == [
         list(e) for e in build_dag("random", 5, rng=random.Random(11), edge_prob=0.6).edges
     ]
+
+
+def test_the_random_graph_follows_g_memorys_draw():
+    """G-Memory: randint(0, 1) on every ordered pair, edges added row by row, a cycle-closing one skipped.
+    Its exact edge-count distribution on 3 nodes is 1/64, 9/64, 33/64, 21/64 (scripts/macnet_graph_stats.py);
+    20,000 seeded draws land within one percentage point of each."""
+    counts = Counter(len(build_dag("random", 3, rng=random.Random(f"t{k}")).edges) for k in range(20_000))
+    for k, exact in enumerate((1 / 64, 9 / 64, 33 / 64, 21 / 64)):
+        assert abs(counts[k] / 20_000 - exact) < 0.01, (k, counts)
+
+    # a 2-cycle is never kept: 0 -> 1 drawn, 1 -> 0 then skipped
+    class Always(random.Random):
+        def random(self) -> float:
+            return 0.0
+
+    assert build_dag("random", 3, rng=Always()).edges == ((0, 1), (0, 2), (1, 2))
+
+
+def test_a_node_fed_from_two_layers_keeps_its_first_arriving_revision():
+    """ChatDev Graph.execute merges only when every predecessor delivered in the same layer; otherwise the
+    solution is the revision of the first-arriving predecessor. Full graph on 3 nodes: node 2 hears node 0
+    (layer 0) before node 1 (layer 1), so it keeps node 0's revision and merges nothing."""
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        system = system_of(request)
+        if "You are node 2" in system and ("proposal of node 1" in system or "Several proposals" in system):
+            return "REFUTES"  # node 1's line and any merge at node 2 are wrong
+        return "SUPPORTS"
+
+    fw = MacNetFramework({"topology": "full", "nodes": 3})
+    traj = run_task(fw, ANSWER_TASK, AnswerEnv(), scripted_llm(policy))
+    check_graph(traj)
+    assert not any(d.role == "merger" for d in traj.decisions)
+    final = next(d for d in traj.decisions if d.id == traj.steps[0].decision_id)
+    kept = next(d for d in traj.decisions if d.id in final.parents and d.agent == "node_2")
+    assert kept.output == "SUPPORTS" and traj.steps[0].observation.reward == 1.0
+    # one layer feeding a node: it merges (layered 2 -> 1)
+    merged = run_task(MacNetFramework({"topology": "layered", "nodes": 3}), ANSWER_TASK, AnswerEnv(), oracle_llm())
+    assert [d.agent for d in merged.decisions if d.role == "merger"] == ["node_2"]
+
+
+def test_gmemory_protocol_decodes_at_temperature_zero():
+    """G-Memory's MacNet nodes, critics and decision node run with ReasoningConfig(temperature=0)."""
+    seen: list[Request] = []
+    llm = _recording_oracle(seen)
+    llm.models["mock"] = llm.models["mock"].model_copy(update={"temperature": 0.7})
+    run_task(MacNetFramework({"protocol": "gmemory", "topology": "chain", "nodes": 2}), TOY, ToyEnv(3, 5, 8), llm)
+    assert seen and {r.params["temperature"] for r in seen} == {0.0}
 
 
 def test_without_instructors_nodes_see_predecessors_directly():
@@ -185,11 +242,16 @@ def test_chatdev_without_schedule_or_instructors():
     assert {r.params["temperature"] for r in seen} == {0.7}
 
 
-def test_the_default_graph_is_g_memorys_random_three_nodes_and_seeds_vary_it():
+def test_the_default_graph_is_g_memorys_random_three_nodes_and_run_seeds_vary_it():
     fw = MacNetFramework()
     assert fw.params.protocol == "chatdev" and fw.params.topology == "random" and fw.params.nodes == 3
+    assert fw.params.graph_draw == "run"
     graphs = {
-        str(run_task(fw, ANSWER_TASK, AnswerEnv(), oracle_llm(default="SUPPORTS"), seed=s).metadata["macnet"]["edges"])
+        str(
+            run_task(fw, ANSWER_TASK, AnswerEnv(), oracle_llm(default="SUPPORTS"), seed=s, run_seed=s).metadata[
+                "macnet"
+            ]["edges"]
+        )
         for s in range(6)
     }
     assert len(graphs) > 1

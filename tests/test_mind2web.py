@@ -24,7 +24,7 @@ from aecg_bench.benchmarks.mind2web.metrics import (
 )
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
-from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.llm.mock import register_mock_policy, route_reply
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
 from aecg_bench.types import Action
@@ -357,7 +357,10 @@ _BLOCK = re.compile(
 
 
 def answer_key(request, spec) -> str:
-    """A scripted perfect policy: reads the latest step shown and answers from KEY."""
+    """A scripted perfect policy: reads the latest step shown and answers from KEY (AgentNet's routers keep the
+    task)."""
+    if (route := route_reply(request)) is not None:
+        return route
     text = "\n\n".join(str(m.get("content") or "") for m in request.messages)
     blocks = _BLOCK.findall(text)
     if not blocks:

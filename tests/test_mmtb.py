@@ -18,7 +18,7 @@ from aecg_bench.benchmarks.mmtb.metrics import accomplished_steps, multi_tool_ki
 from aecg_bench.contracts import EnvContext
 from aecg_bench.errors import ConfigError, DataError
 from aecg_bench.llm import tool_emulation
-from aecg_bench.llm.mock import register_mock_policy
+from aecg_bench.llm.mock import register_mock_policy, route_reply
 from aecg_bench.llm.providers import ProviderResult
 from aecg_bench.run import run_from_config
 from aecg_bench.runner.records import RunDir
@@ -459,11 +459,11 @@ def _feedback(bench: MmtbBenchmark) -> dict[str, list[str]]:
 def scripted_policy(feedback: dict[str, list[str]]):
     """A scripted perfect policy for any framework: the mission is the last one whose task text the
     conversation shows; the step is how many of its scripted steps' feedback already follows that text.
-    Agents offered no tools (planners, critics, instructors) get a short note."""
+    Agents offered no tools (planners, critics, instructors) get a short note; AgentNet's routers keep the task."""
 
     def policy(request, spec):
         if not request.tools:
-            return "Proceed."
+            return route_reply(request) or "Proceed."
         text = "\n".join(str(m.get("content") or "") for m in request.messages)
         task = max((t for t in SCRIPT if t in text), key=text.find)
         after, step = text[text.find(task) :], 0

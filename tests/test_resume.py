@@ -187,6 +187,7 @@ def test_crash_then_resume_rebuilds_framework_state(make_config, monkeypatch, tm
         "benchmark.params.size=10",
         "memory=recorder",
         "protocol.snapshot_every=3",
+        "protocol.framework_learning=all",  # evolve on the eval stream (default: build and warm-up items only)
         "+model.models.mock.options.error_rate=0.3",
     ]
     clean, resumed = crash_then_resume(make_config, monkeypatch, args, after=7)

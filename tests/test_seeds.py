@@ -111,11 +111,13 @@ def test_crash_then_resume_with_shuffled_order_is_exact(make_config, monkeypatch
     assert resumed["seed_effects"]["framework_randomness"], "AgentNet's tie-break is recorded"
 
 
-def test_framework_randomness_names_what_the_sample_rng_decides():
+def test_framework_randomness_names_what_the_sample_rng_or_run_seed_decides():
     from frameworks.agentnet import AgentNetFramework
     from frameworks.autogen import AutoGenFramework
     from frameworks.macnet import MacNetFramework
 
-    assert MacNetFramework().randomness() == ["the random graph's edges"]  # the default topology is random
+    # the default topology is random, drawn once per run
+    assert MacNetFramework().randomness() == ["the random graph's edges (one per run)"]
+    assert MacNetFramework({"graph_draw": "task"}).randomness() == ["the random graph's edges (one per task)"]
     assert MacNetFramework({"topology": "layered"}).randomness() == []
     assert AgentNetFramework().randomness() and AutoGenFramework().randomness() == []

@@ -69,8 +69,9 @@ def test_critic_verdicts_are_asked_by_json_schema_and_read_back():
     assert seen[0].tools is None and "grammar" not in seen[0].params
     verdicts = [v["verdict"] for v in traj.metadata["autogen"]["verdicts"]]
     assert verdicts[:3] == ["reject", "unparsed", "approve"]
-    roles = [d.role for d in traj.decisions[:6]]
-    assert roles == ["planner", "executor", "critic", "executor", "critic", "critic"]  # reject -> revision
+    roles = [d.role for d in traj.decisions[:7]]
+    # reject -> revision; the unreadable verdict on it ends the step (out of revisions); next step approved
+    assert roles == ["planner", "executor", "critic", "executor", "critic", "executor", "critic"]
     assert traj.status == Status.OK
 
 

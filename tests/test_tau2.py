@@ -9,13 +9,19 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fw_helpers import run_task, scripted_llm
 
 from aecg_bench.benchmarks.tau2 import Tau2Benchmark
+from aecg_bench.benchmarks.tau2.airline import AirlineTools
+from aecg_bench.benchmarks.tau2.benchmark import agent_prompt
 from aecg_bench.benchmarks.tau2.evaluate import Call, evaluate
 from aecg_bench.benchmarks.tau2.mock import MockDB, MockTools
+from aecg_bench.benchmarks.tau2.retail import RetailTools
+from aecg_bench.benchmarks.tau2.telecom import TelecomTools
+from aecg_bench.benchmarks.tau2.telecom_user import TelecomUserTools
 from aecg_bench.benchmarks.tau2.toolkit import ToolKind, arithmetic, parse_docstring
 from aecg_bench.benchmarks.tau2.world import World
 from aecg_bench.contracts import EnvContext
@@ -239,6 +245,8 @@ def mock_conversation_policy(request: Request, spec: ModelSpec) -> str | Provide
         if "created successfully" in last:
             return "Great, thanks! ###STOP###"
         return "Please create a task called 'Important Meeting' for user_1."
+    if "You are the router" in system:  # AgentNet: the holder keeps the task
+        return "EXECUTE"
     if request.messages[-1].get("role") == "tool" or '"task_id": "task_2"' in last:
         return "The agent confirmed the task was created successfully."
     if re.search(r"Important Meeting", last):
@@ -319,6 +327,112 @@ def test_user_simulator_has_its_own_role_and_sees_flipped_roles(shared_data):
     )
     assert [m["role"] for m in msgs[1:]] == ["user", "assistant", "user"]
     assert msgs[1]["content"] == "Hi! How can I help you today?"
+
+
+TEXT_WITH_CALL = "The agent confirmed the task was created successfully"
+
+
+def text_with_tool_call_policy(request: Request, spec: ModelSpec) -> str | ProviderResult:
+    """create_task_1 where the required information travels only as text beside a tool call: tau2 keeps such a
+    message whole (its content counts for COMMUNICATE) and routes it to the environment, never to the user."""
+    system = str(request.messages[0].get("content", "")) if request.messages else ""
+    last = request.messages[-1]
+    if "<scenario>" in system:  # the user simulator stops when asked whether anything else is needed
+        return (
+            "No, thanks. ###STOP###"
+            if "Anything else?" in str(last.get("content"))
+            else ("Please create a task called 'Important Meeting' for user_1.")
+        )
+    if "You are the router" in system:
+        return "EXECUTE"
+    if "You are the critic" in system:
+        return "APPROVE"
+    if "You are the planner" in system:
+        return "1. create the task\n2. confirm"
+    chat = [m for m in request.messages if m.get("role") == "tool"]
+    if not chat and "reviewing the proposal" in system:
+        return "<INFO> Finished"
+    if not chat:
+        call = ToolCall("create_task", {"user_id": "user_1", "title": "Important Meeting"}, "c1")
+        return ProviderResult(text="Creating it now.", tool_calls=(call,))
+    if len(chat) == 1:
+        return ProviderResult(text=f"{TEXT_WITH_CALL}.", tool_calls=(ToolCall("get_users", {}, "c2"),))
+    return "Anything else?"
+
+
+def converse(b: Tau2Benchmark, framework: str, policy: Any, **params: Any) -> tuple[Any, Any, list[Request]]:
+    """mock task create_task_1 under `framework` with a scripted policy: (environment, trajectory, requests)."""
+    sample = next(s for s in b.samples("all") if s.gold["task_id"] == "create_task_1")
+    seen: list[Request] = []
+
+    def recording(request: Request, spec: ModelSpec) -> str | ProviderResult:
+        seen.append(request)
+        return policy(request, spec)
+
+    llm = scripted_llm(recording)
+    env = b.make_env(sample, EnvContext(llm=llm, seed=0))
+    return env, run_task(build("framework", framework, params), sample.task, env, llm), seen
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_text_sent_with_a_tool_call_counts_for_communicate_and_stays_in_the_agents_history(shared_data, framework):
+    params = {"max_steps": 8} if framework != "single" else {}
+    env, traj, seen = converse(bench(shared_data, "mock"), framework, text_with_tool_call_policy, **params)
+    score = env.score()
+    tool_steps = [s.action for s in traj.steps if s.action.kind == "tool"]
+    assert [a.text for a in tool_steps] == ["Creating it now.", f"{TEXT_WITH_CALL}."]
+    # tau2 evaluator_communicate.py: every AssistantMessage with text content counts, tool calls or not
+    assert score.metrics["reward_communicate"] == 1.0 and score.metrics["reward_db"] == 1.0 and score.success
+    assert env.agent_texts.count(f"{TEXT_WITH_CALL}.") == 1
+    users = [r for r in seen if "<scenario>" in str(r.messages[0]["content"])]
+    assert users and not any(TEXT_WITH_CALL in str(m.get("content")) for r in users for m in r.messages)
+    acting = [r for r in seen if r.tools and any(m.get("role") == "tool" for m in r.messages)]
+    assert any(
+        m.get("role") == "assistant" and m.get("content") == "Creating it now." and m.get("tool_calls")
+        for m in acting[-1].messages
+    )
+
+
+@pytest.mark.parametrize("framework", ["single", "autogen", "macnet", "agentnet"])
+def test_tau2s_system_prompt_is_the_system_message_not_a_user_turn(shared_data, framework):
+    """tau2's LLMAgent sends SYSTEM_PROMPT (instructions + policy) as the system message and the user's words as
+    user turns. The single agent is that agent exactly; the teams' agents get it at the head of theirs."""
+    b = bench(shared_data, "mock")
+    _, _, seen = converse(b, framework, mock_conversation_policy)
+    prompt = agent_prompt(b.policy)
+    agents = [r for r in seen if "<scenario>" not in str(r.messages[0]["content"])]
+    acting = [r for r in agents if r.tools]
+    first = acting[0].messages
+    assert first[1] == {"role": "user", "content": "Please create a task called 'Important Meeting' for user_1."}
+    if framework == "single":
+        assert first[0] == {"role": "system", "content": prompt}
+    assert all(str(r.messages[0]["content"]).startswith(prompt) for r in agents)
+    assert not any(prompt in str(m.get("content")) for r in agents for m in r.messages[1:])
+
+
+def test_tool_errors_never_end_the_run_by_default_as_in_tau2(shared_data):
+    """tau2's orchestrator declares max_errors (10) but never increments its error counter."""
+    b = bench(shared_data, "mock")
+    assert b.params.max_errors is None
+    env = b.make_env(b.samples("all")[0], EnvContext(llm=scripted_llm(lambda r, s: "hi"), seed=0))
+    env.reset()
+    bad = Action(
+        kind="tool", tool_calls=(ToolCall("update_task_status", {"task_id": "x", "status": "completed"}, "c1"),)
+    )
+    for _ in range(12):
+        assert not env.step(bad).done
+    assert env.errors == 12 and env.termination == ""
+
+
+def test_tool_schemas_equal_tau2s_own():
+    """tests/data/tau2_tool_schemas.json: every tool's function as tau2's Tool.openai_schema builds it at 37199f36
+    with its pinned pydantic 2.10.6 (scripts/tau2_reference_schemas.py)."""
+    reference = json.loads((Path(__file__).parent / "data" / "tau2_tool_schemas.json").read_text())
+    kits = {"mock": MockTools, "airline": AirlineTools, "retail": RetailTools, "telecom": TelecomTools}
+    kits["telecom_user"] = TelecomUserTools
+    for side, kit in kits.items():
+        ours = {t.name: t.to_openai()["function"] for t in kit(kit.DB.model_construct()).specs()}
+        assert ours == reference[side], side
 
 
 def test_tool_errors_beyond_the_limit_end_the_run_with_reward_zero(shared_data):

@@ -38,14 +38,17 @@ cases it was written from, also when a monitored candidate is replayed again lat
 
 Gate (thresholds ours; the paper gives none):
 - reproduced = failure fixtures where the parent fails; supported = success
-  fixtures where the parent passes (a regression is a supported success the
-  candidate loses; a success the parent itself no longer reproduces, e.g. a
-  corrupted parent, cannot regress);
-- no reproduced failure, or fewer than `min_success_fixtures` success
-  fixtures replayed: the evidence cannot decide -> monitor;
+  fixtures on which either version shows the recorded (historically
+  successful) behaviour: the parent repeats it, or the candidate restores it
+  where the parent no longer does (a corrupted parent); a regression is a
+  success the parent repeats and the candidate loses. A success fixture that
+  neither version shows tells nothing about preservation (the recorded
+  decision is out of the model's reach, or both versions are wrong there);
+- no reproduced failure, or fewer than `min_success_fixtures` supported
+  success fixtures: the evidence cannot decide -> monitor (so preservation
+  is never passed on no evidence);
 - activate iff mitigated/reproduced >= min_mitigation (and >= 1 mitigated)
-  and regressed/supported <= max_regression (0 when nothing is supported);
-  otherwise isolate.
+  and regressed/supported <= max_regression; otherwise isolate.
 """
 
 from __future__ import annotations
@@ -170,7 +173,7 @@ def replay_fixture(
 def gate(results: list[FixtureResult], params: ReplayParams) -> GateResult:
     reproduced = [r for r in results if r.kind == FAILURE and not r.parent_pass]
     successes = [r for r in results if r.kind == SUCCESS]
-    supported = [r for r in successes if r.parent_pass]
+    supported = [r for r in successes if r.parent_pass or r.candidate_pass]
     mitigated = sum(r.candidate_pass for r in reproduced)
     regressed = sum(not r.candidate_pass for r in supported)
 
@@ -179,8 +182,12 @@ def gate(results: list[FixtureResult], params: ReplayParams) -> GateResult:
 
     if not reproduced:
         return result(MONITOR, "no failure fixture reproduces the implicated behaviour")
-    if len(successes) < params.min_success_fixtures:
-        return result(MONITOR, f"{len(successes)} success fixtures replayed < {params.min_success_fixtures}")
+    if len(supported) < params.min_success_fixtures:
+        return result(
+            MONITOR,
+            f"{len(supported)} of {len(successes)} success fixtures replayed show the supported behaviour "
+            f"< {params.min_success_fixtures}",
+        )
     rate = mitigated / len(reproduced)
     regression = regressed / len(supported) if supported else 0.0
     if mitigated < 1 or rate < params.min_mitigation:

@@ -386,7 +386,7 @@ def ablation_table(
 def recall_units(df: pd.DataFrame) -> str:
     """Figure 5's x unit: items when every ReasoningBank run caps its recall at top_k items
     (arm rb_items_b3), else RB counts entries (its own unit: one source task, up to 3 items)."""
-    rb = df[df["method"] != "edv"]
+    rb = df[df["method"].isin(("reasoningbank", "reasoningbank_contaminated"))]
     if rb.empty or "max_recalled_items" not in rb:
         return "items"
     matched = (rb["max_recalled_items"] == rb["top_k"]).all()
@@ -394,10 +394,17 @@ def recall_units(df: pd.DataFrame) -> str:
 
 
 def curve(df: pd.DataFrame, x: str, *, n_boot: int = 1000) -> pd.DataFrame:
-    """Figure 4-6 data: per method (edv | rb) and x, mean and 95% CI of Pass@1 over seeds."""
+    """Figure 4-6 data: per method (edv | rb) and x, mean and 95% CI of Pass@1 over seeds.
+
+    A No-Memory run is Figure 5's x = 0, one point both curves start from (App. A.2: "both methods
+    start from the same baseline (0.781)", Table 1's NM on RB's backbone)."""
     if df.empty:
         return pd.DataFrame(columns=["method", x, "mean", "ci_low", "ci_high", "n_seeds"])
     data = df.assign(curve=np.where(df["method"] == "edv", "edv", "rb"))
+    baseline = data["method"] == "no_memory"
+    if baseline.any():
+        shared = data[baseline].assign(**{x: 0})
+        data = pd.concat([data[~baseline], shared.assign(curve="edv"), shared.assign(curve="rb")])
     s = summarize(data, by=["curve", x], metric="success", n_boot=n_boot)
     return s.rename(columns={"curve": "method"})[["method", x, "mean", "std", "ci_low", "ci_high", "n_seeds"]]
 

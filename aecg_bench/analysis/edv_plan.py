@@ -58,6 +58,10 @@ def smoke_overrides(name: str) -> list[str]:
     out = ["preset=edv_smoke", "benchmark=toy_tools", "seed=0", f"experiment_name=edv_{name}-smoke"]
     if name == "table3":
         out.append("protocol.split=test")  # MMTB's held-out half; toy_tools has train/test
+    if name == "contamination":
+        # beside toy_tools, the procedures benchmark: a bank that fills with the embedded model, and injected
+        # wrong procedures of its own devices (conf/preset/edv_smoke.yaml, docs/benchmarks/procedures.md)
+        out[1] = "benchmark=toy_tools,procedures"
     if name == "fig4_epochs":
         # two points show the curve's path (a second epoch builds on the first's bank); epochs 1-4 took
         # 14.4 of the smoke's first 15.6 minutes (docs/infra/speed.md), 3 and 4 add no code path

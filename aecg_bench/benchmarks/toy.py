@@ -17,7 +17,7 @@ import re
 from pydantic import Field
 
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
-from aecg_bench.llm.mock import last_text
+from aecg_bench.llm.mock import last_text, route_reply
 from aecg_bench.llm.providers import Request
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.types import Action, Observation, Sample, Score, Task
@@ -119,6 +119,9 @@ def mock_oracle(request: Request, spec: ModelSpec) -> str:
     early, or step off the target), chosen by a hash of the prompt so it is the
     same on every rerun.
     """
+    route = route_reply(request)  # an AgentNet router: the holder keeps the task
+    if route is not None:
+        return route
     matches = _OBS.findall(last_text(request))
     if not matches:
         return "stop"

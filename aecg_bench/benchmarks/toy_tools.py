@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import Field
 
 from aecg_bench.contracts import Benchmark, EnvContext, Environment, Params
+from aecg_bench.llm.mock import route_reply
 from aecg_bench.llm.providers import ProviderResult, Request
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.types import Action, Observation, Sample, Score, Task, ToolCall, ToolSpec
@@ -205,7 +206,10 @@ _CHOICE = re.compile(r"Candidates: (.*)\. I want the ([\w ]+)\.")
 
 
 def mock_oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
-    """Mock policy that solves toy_tools from the conversation alone."""
+    """Mock policy that solves toy_tools from the conversation alone (an AgentNet router keeps the task)."""
+    route = route_reply(request)
+    if route is not None:
+        return route
     msgs = request.messages
     users = [m for m in msgs if m.get("role") == "user"]
     last_user = str(users[-1]["content"]) if users else ""

@@ -10,7 +10,9 @@ A mock spec picks a policy in `options.policy`:
   that is JSON `{"tool": name, "arguments": {...}}` becomes a tool call when the
   request offered tools.
 - `echo`: returns the last user message.
-- `oracle`: solves the toy benchmarks from the prompt (falls back to `script`).
+- `oracle`: solves the toy benchmarks from the prompt, copies `procedures` from recalled
+  experience, keeps the task when asked to route (AgentNet) and approves when asked for a
+  verdict (AutoGen's critic); falls back to `script`.
 - a registered name (`register_mock_policy`) or one of `KNOWN_POLICIES`, for
   oracles that solve the toy benchmarks.
 """
@@ -34,6 +36,7 @@ MockPolicy = Callable[[Request, ModelSpec], "str | ProviderResult"]
 KNOWN_POLICIES: dict[str, str] = {
     "toy_oracle": "aecg_bench.benchmarks.toy:mock_oracle",
     "toy_tools_oracle": "aecg_bench.benchmarks.toy_tools:mock_oracle",
+    "procedures_copier": "aecg_bench.benchmarks.procedures:mock_copier",
     "aecg_oracle": "aecg_bench.aecg.mock_policy:mock_policy",
     "aecg_skill_follower": "aecg_bench.aecg.mock_policy:skill_follower",
 }
@@ -80,13 +83,44 @@ def _echo(request: Request, spec: ModelSpec) -> str:
     return last_text(request, ("user",))
 
 
+# The last lines of the frameworks' router and critic prompts (frameworks/base.py ENDINGS).
+_ROUTE_CUE, _VERDICT_CUE = "Decision:", "Verdict (APPROVE, or REJECT: <reason>):"
+_FIRST_OPTION = re.compile(r"one of:\n([A-Z]+)\b")
+
+
+def route_reply(request: Request) -> str | None:
+    """What a model that keeps its tasks answers an AgentNet router: the first option offered (EXECUTE, or
+    COMPLETE after a part). None when the request is no routing decision. Scripted policies that play the
+    agents but not the routers use it, so AgentNet's routers get a decision (an unreadable one is re-asked
+    until the sample ends)."""
+    if not last_text(request, ("user",)).rstrip().endswith(_ROUTE_CUE):
+        return None
+    system = str(request.messages[0].get("content") or "") if request.messages else ""
+    m = _FIRST_OPTION.search(system)
+    return m.group(1) if m else None
+
+
+def _coordination(request: Request) -> str | None:
+    """The oracle's reply to a decision that is no environment action: a route (`route_reply`) or, to a
+    critic, an approval; None otherwise."""
+    if last_text(request, ("user",)).rstrip().endswith(_VERDICT_CUE):
+        return "APPROVE"
+    return route_reply(request)
+
+
 def _oracle(request: Request, spec: ModelSpec) -> str | ProviderResult:
-    """Solves the toy benchmarks (whichever the prompt belongs to); scripted reply otherwise."""
+    """Solves the toy benchmarks (whichever the prompt belongs to); routes and verdicts as `_coordination`;
+    scripted reply otherwise."""
+    coordination = _coordination(request)
+    if coordination is not None:
+        return coordination
     tool_names = {t["function"]["name"] for t in request.tools or []}
     if "find_orders" in tool_names:
         return _resolve_policy("toy_tools_oracle")(request, spec)
     if "The target is cell" in last_text(request):
         return _resolve_policy("toy_oracle")(request, spec)
+    if "enter one code of the keypad per step:" in last_text(request):
+        return _resolve_policy("procedures_copier")(request, spec)
     return _script(request, spec)
 
 

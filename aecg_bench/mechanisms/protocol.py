@@ -7,8 +7,11 @@ final memory + framework snapshot, an optional seeded corruption of that
 snapshot (written as `start/seed=<n>/state.json` with `corruption.json`),
 then one eval-only run per variant from that state. A variant changes only
 memory parameters (deep-merged into the base's); tasks, order, per-sample
-seeds, budget and model are the base's. Each variant's measures go to
-`mechanisms.csv` in the experiment's results folder.
+seeds, budget and model are the base's. With `mechanism.full_stream` (RQ2)
+each variant also runs the whole stream under its own parameters (experiment
+`<name>-full-stream`), whose success rate is the one the paper's Table 3
+prints. Each variant's measures go to `mechanisms.csv` in the experiment's
+results folder.
 """
 
 from __future__ import annotations
@@ -55,13 +58,13 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
     """Run a mechanism experiment (all seeds, all variants); returns its mechanisms.csv."""
     from aecg_bench.run import run_from_config
 
-    raw = copy.deepcopy(raw)
+    raw = dict(raw)  # the caller's config keeps its `mechanism`
     mech = raw.pop("mechanism", None) or {}
     check(mech, raw)
     out_dir = Path(raw["runtime"]["results_root"]) / raw["experiment_name"]
     rows: list[dict[str, Any]] = []
     for seed in mech.get("seeds") or [raw["seed"]]:
-        base = {**copy.deepcopy(raw), "seed": seed}
+        base = {**raw, "seed": seed}  # never mutated: every run's config is a deep-copying `merge` of it
         warm = merge(base, {"experiment_name": mech["warmup_name"], "protocol": {"phases": "warmup"}})
         final = run_from_config(warm)
         if final is None or final["status"] != "complete":
@@ -93,14 +96,27 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
             final = run_from_config(variant)
             if final is None:
                 continue
-            measures = measure(mech["test"], results_dir_of(final), corrupted)
+            full_dir = None
+            if mech.get("full_stream"):
+                full = run_from_config(
+                    merge(
+                        base,
+                        {
+                            "experiment_name": f"{raw['experiment_name']}-full-stream",
+                            "memory": {"label": name, "params": params or {}},
+                        },
+                    )
+                )
+                if full is None:
+                    continue
+                full_dir = results_dir_of(full)
+            measures = measure(mech["test"], results_dir_of(final), corrupted, full_dir)
             rows += [
                 {"test": mech["test"], "quantity": q, "variant": name, "seed": seed, "value": v}
                 for q, v in measures.items()
             ]
             print(f"{mech['test']} seed={seed} {name}: " + ", ".join(f"{q}={v:.2f}" for q, v in measures.items()))
-    path = out_dir / "mechanisms.csv"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "mechanisms.csv"  # out_dir exists: every seed wrote its start state there
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
@@ -115,11 +131,15 @@ def latest_state(run_dir: Path) -> dict[str, Any]:
     return json.loads(snaps[-1].read_text(encoding="utf-8"))["state"]
 
 
-def measure(test: str, run_dir: Path, corrupted: list[dict[str, Any]]) -> dict[str, float]:
+def measure(
+    test: str, run_dir: Path, corrupted: list[dict[str, Any]], full_dir: Path | None = None
+) -> dict[str, float]:
+    """One variant's measures from its eval run (and, for RQ2's success, its full-stream run)."""
     events = read_jsonl(run_dir / "memory" / "audit.jsonl")
     records = list(metrics_records(run_dir))
     if test == "rq2_scope":
-        return metrics.scope_measures(events, records)
+        full = metrics_records(full_dir) if full_dir is not None else None
+        return metrics.scope_measures(events, records, full)
     if test == "rq3_drift":
         return metrics.drift_measures(events, records, corrupted)
     return metrics.triage_measures(events, corrupted)

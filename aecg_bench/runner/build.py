@@ -157,6 +157,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         max_invalid_actions=p.max_invalid_actions,
         max_steps=p.max_steps,
         learn_in_eval=p.mode == "online",
+        framework_learning=p.framework_learning,
     )
     services = Services(
         benchmark=benchmark,
@@ -165,6 +166,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
         llm=llm,
         protocol=protocol,
         env_cache_dir=root / ".cache" / "env" / cfg.benchmark.name,
+        run_seed=cfg.seed,
     )
     header = make_header(cfg, benchmark, framework.describe(), memory.describe(), embedder, stream, llm)
     header["protocol"]["label_source"] = protocol.label_source  # what memory learns from, after the method's say

@@ -62,6 +62,9 @@ class ProtocolConfig(_Strict):
     maintain_every: int = Field(10, ge=1)
     snapshot_every: int = Field(10, ge=1)
     max_invalid_actions: int = Field(3, ge=0)
+    # training: a framework's own cross-task state (AgentNet's evolution) learns on build and warm-up items
+    # only, frozen while evaluated (AgentNet's fit/evaluate); all: it also learns on the eval stream.
+    framework_learning: Literal["training", "all"] = "training"
     max_steps: int | None = Field(None, ge=1)  # cap below every task's step limit (smoke presets)
     limit: int | None = Field(None, ge=1)  # first N samples of the split (smoke sizes)
     # given: the benchmark's order (what the papers run); shuffled: each phase's items in an order drawn
@@ -140,7 +143,9 @@ class RunConfig(_Strict):
 def parse_run_config(raw: dict[str, Any]) -> RunConfig:
     """Validate a composed config (Hydra's own keys dropped)."""
     return validate_params(
-        "config", RunConfig, {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism", "arm")}
+        "config",
+        RunConfig,
+        {k: v for k, v in raw.items() if k not in ("hydra", "experiment", "mechanism", "arm", "per_benchmark")},
     )
 
 

@@ -58,6 +58,7 @@ class Protocol:
     max_invalid_actions: int = 3
     max_steps: int | None = None
     learn_in_eval: bool = True  # online: observe eval samples; build_then_freeze: False
+    framework_learning: str = "training"  # training: the framework observes build and warm-up items only; all
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Services:
     llm: LLMClient
     protocol: Protocol
     env_cache_dir: Path | None = None
+    run_seed: int = 0
 
 
 @dataclass
@@ -168,6 +170,7 @@ class EnvRollout(Rollout):
             trajectory=traj,
             rng=random.Random(run_seed),
             seed=run_seed,
+            run_seed=s.run_seed,
             retrieval=s.protocol.retrieval,
             max_invalid_actions=s.protocol.max_invalid_actions,
             max_steps=s.protocol.max_steps,
@@ -216,7 +219,8 @@ def apply_item(
     protocol: Protocol,
 ) -> tuple[Episode, Score] | None:
     """The state-changing part of an item: build, or solve (default: one rollout) and maybe
-    observe; then the framework observes every rollout the item made (AgentNet evolves).
+    observe; then the framework observes every rollout the item made (AgentNet evolves) when the
+    protocol lets it learn from the item's phase (`framework_learns`).
     Memory and framework see each episode's `learning_view` (gold-derived rewards withheld unless
     the label source is the environment); the stored rollouts keep everything.
 
@@ -233,13 +237,21 @@ def apply_item(
             result = rollout(model=memory.select_model(task))
         if item.phase == "warmup" or protocol.learn_in_eval:
             memory.observe(result[0])
-    for rec in rollout.records:
-        framework.observe(learning_view(rec.episode))
+    if framework_learns(item, protocol):
+        for rec in rollout.records:
+            framework.observe(learning_view(rec.episode))
     return result
 
 
 def learns(item: StreamItem, protocol: Protocol) -> bool:
     return item.phase in ("build", "warmup") or protocol.learn_in_eval
+
+
+def framework_learns(item: StreamItem, protocol: Protocol) -> bool:
+    """Whether the framework's own cross-task state (AgentNet's evolution) learns from this item: on the
+    training part of the stream (build and warm-up items; AgentNet's `fit` on its train split, `evaluate`
+    frozen) by default, on every item with `protocol.framework_learning=all`."""
+    return item.phase in ("build", "warmup") or protocol.framework_learning == "all"
 
 
 def execute_item(services: Services, item: StreamItem, seed: int, llm: LLMClient) -> ItemResult:

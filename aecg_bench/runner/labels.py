@@ -35,6 +35,10 @@ JUDGE_SYSTEM = (
     "Reply with one line 'Thoughts: ...' and then one line 'Status: SUCCESS' or 'Status: FAILURE'."
 )
 _STATUS = re.compile(r"status\s*:\s*(success|failure)", re.I)
+# The reply format JUDGE_SYSTEM asks for, as GBNF: a decoding aid that grammar-capable models (the embedded
+# one) follow and other providers drop. Without it SmolLM2-135M never wrote a 'Status:' line (every verdict
+# FAILURE by default; docs/benchmarks/procedures.md).
+JUDGE_GRAMMAR = 'root ::= "Thoughts: " [^\\n]{0,200} "\\nStatus: " ("SUCCESS" | "FAILURE")'
 
 
 def render_trajectory(traj: Trajectory, max_chars: int = 6000) -> str:
@@ -61,6 +65,7 @@ def label(source: str, task: Task, traj: Trajectory, score: Score, llm: LLMClien
             role="judge",
             temperature=0.0,
             max_tokens=256,
+            grammar=JUDGE_GRAMMAR,
         ).text
         found = _STATUS.findall(reply)
         verdict = bool(found) and found[-1].lower() == "success"

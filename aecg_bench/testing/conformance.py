@@ -510,8 +510,12 @@ def framework_records_decisions_and_recalls(tmp_path: Path, *, framework: str, *
 
 
 def framework_resume_after_kill(tmp_path: Path, *, framework: str, **kw: Any) -> None:
-    """A killed and rerun stream equals an uninterrupted one (cross-task state round-trips)."""
-    clean, resumed = _clean_and_killed_then_resumed(tmp_path, framework=framework, memory="recorder", **_run_kw(kw))
+    """A killed and rerun stream equals an uninterrupted one (cross-task state round-trips). The framework
+    learns on every item here (`protocol.framework_learning=all`; by default only build and warm-up items
+    teach a framework), so a state that does not round-trip shows."""
+    run_kw = _run_kw(kw)
+    run_kw["overrides"] = (*run_kw.get("overrides", ()), "protocol.framework_learning=all")
+    clean, resumed = _clean_and_killed_then_resumed(tmp_path, framework=framework, memory="recorder", **run_kw)
     why = "a framework that adapts across tasks must round-trip its state_dict and learn only in observe()"
     _expect_equal("records of the resumed and the uninterrupted run", resumed["records"], clean["records"], why)
     _expect_equal("framework state after resume", resumed["framework"], clean["framework"], why)

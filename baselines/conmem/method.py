@@ -30,6 +30,11 @@ post-commit merge every 20): near-duplicate cards about the same pattern
 (cosine >= 0.84 and overlapping triggers, sections or pattern terms) are
 rewritten by the LLM into the higher-scored card and the other is deleted.
 
+LLM calls: compression, failure reflection, extraction and merge rewrites
+all run at temperature 0.0 with an output budget of 4,096 tokens: config.py's
+`llm_temperature` and `llm_max_tokens`, which ConMemCode's LLMClient applies to
+every call, its JSON calls included (conmem_module.py, llm_backend.py).
+
 Where this port had to choose (the snapshot leaves it open or is
 domain-specific):
 - Pattern terms: ConMem tags cards with code-domain keyword tables (array,
@@ -126,16 +131,16 @@ class ConMemParams(Params):
     merge_strong_similarity: float = 0.90
     merge_overlap: float = 0.18
     max_merge_calls: int = Field(50, ge=0)
-    # LLM
+    # LLM (trajectory_max_tokens, llm_temperature, llm_max_tokens: every ConMem call, JSON ones included)
     trajectory_max_tokens: int = Field(4096, ge=100)
     existing_card_examples: int = Field(5, ge=0)
     temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(1024, ge=64)
+    max_tokens: int = Field(4096, ge=64)
 
 
 class ConMem(MemoryMethod):
     name = "conmem"
-    version = "2"  # 2: task needs match ConMemCode's keyword phrases (2026-12-01)
+    version = "3"  # 2: task needs match ConMemCode's keyword phrases; 3: max_tokens 4096 (config.py's llm_max_tokens)
     Params = ConMemParams
     params: ConMemParams
 

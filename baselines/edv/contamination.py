@@ -78,7 +78,7 @@ class ContaminatedReasoningBank(ReasoningBank):
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
         super().__init__(params, services=services)
         self._file_items: list[ReasoningItem] = []
-        self._file = Path(self.params.items_file).expanduser() if self.params.items_file else DEFAULT_ITEMS
+        self._file = items_path(self.params.items_file) if self.params.items_file else DEFAULT_ITEMS
         if self.params.source == "file":
             self._file_items = load_items(self._file)
 
@@ -142,6 +142,15 @@ class ContaminatedReasoningBank(ReasoningBank):
 
     def stats(self) -> dict[str, float]:
         return {**super().stats(), "injected_items": float(self.injected_items())}
+
+
+def items_path(path: str | Path) -> Path:
+    """A path as given, or, for a bare name that is no file here, the file of that name shipped beside the
+    default items (data/contamination/), so a config can name one wherever the run starts."""
+    file = Path(path).expanduser()
+    if not file.is_file() and file.name == str(path) and (DEFAULT_ITEMS.parent / file).is_file():
+        return DEFAULT_ITEMS.parent / file
+    return file
 
 
 def load_items(path: str | Path | None) -> list[ReasoningItem]:

@@ -52,7 +52,7 @@ def distill(
     max_items: int,
     max_chars: int,
     max_tokens: int,
-    show_outcome: bool,
+    show_outcome: bool = False,
 ) -> Distilled:
     system, user = distill_messages(
         task, candidates, max_items=max_items, max_chars=max_chars, show_outcome=show_outcome

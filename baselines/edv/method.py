@@ -44,10 +44,20 @@ Hyperparameters (defaults and sources):
 - Ability Matrix: Beta posterior with back-off prior, ranked by a lower
   confidence bound (prior_strength 2, confidence 1; our choice, see ability.py).
 
+Executors read memory while constructing (`execute_with_memory`, default
+true): the shared bank and their own private bank, never their task's own
+items. The paper learns iteratively from its own memory (A.1: EDV is "more
+capable of distilling and utilizing complex experiences during the iterative
+learning process"; sec. 1, 3 and Fig. 1: experience is "reinforced through
+later retrieval and reuse"), and so does ReasoningBank, its baseline, whose
+rollouts read memory on the build split too; so a construction epoch
+(`protocol.build_epochs`, Fig. 4) means the same for both: a pass over the
+build split whose rollouts read what earlier tasks and epochs stored. The
+official toy code (src/edv/pipeline.py) constructs once per task with
+`memories=()`; `execute_with_memory: false` reproduces it.
+
 Deviations (details in docs/memory/edv.md): executors run sequentially, not in
-parallel (execute.py); the paper does not say whether executors read memory
-while constructing; the official code runs them without, which is the default
-(`execute_with_memory`); what retrieval embeds is unspecified (banks.py); the
+parallel (execute.py); what retrieval embeds is unspecified (banks.py); the
 Distill and Verify prompts are rewritten from Appendix B's description.
 """
 
@@ -83,7 +93,9 @@ class EDVParams(Params):
     fixed_model: str | None = Field(None, description="pool model for fixed roles/routing; None = first of the pool")
     distill_by: DistillBy = Field("third_party", description="third_party (outside the group) | executor (self)")
     verify_by: VerifyBy = Field("executors", description="executors | distiller | external | none")
-    execute_with_memory: bool = Field(False, description="executors recall while constructing (official code: no)")
+    execute_with_memory: bool = Field(
+        True, description="executors recall while constructing (paper A.1; the official toy code: no)"
+    )
     show_outcomes: bool = Field(
         False, description="show the run's outcome label of each candidate to distiller/verifiers (paper: no)"
     )
@@ -120,7 +132,7 @@ class EDVParams(Params):
 class EDVMemory(MemoryMethod):
     name = "edv"
     paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
-    version = "1"
+    version = "2"  # 2: executors read memory while constructing by default (epochs as ReasoningBank's)
     pure_recall = True  # recall reads the banks; solve's per-task attributes are per replica (runner/concurrent.py)
     Params = EDVParams
     params: EDVParams

@@ -14,7 +14,14 @@ and describes them in Appendix B; these are written from that description:
 - Verify (B.2): an exceptionally strict auditor with a default-reject stance
   approves only non-obvious, high-utility lessons supported by concrete
   evidence; for tool-use tasks it loads the tool definitions and requires
-  every referenced function name, argument and return field to exist in them.
+  every referenced function name and argument to exist in them, and every
+  referenced return field to appear in what the tools returned.
+
+Return fields: B.2 checks them against "the provided schema". The harness's
+tool schemas (`ToolSpec`, OpenAI's function-calling shape) carry a name, a
+description and the arguments, no return type, so `render_tools` cannot show
+return fields; both prompts check them against the tool outputs in the
+trajectories they show, the only place the prompt holds them.
 
 The item format is ReasoningBank's Markdown ("# Memory Item / ## Title / ##
 Description / ## Content"), which EDV's Appendix C.2 schema matches, so both
@@ -62,9 +69,10 @@ Assessment: {assessment_format}
 
 DISTILL_TOOLS = """
 Tool outputs: this task is solved with tools. Verify data integrity against what the tools actually \
-returned: state only facts, argument formats and return fields that appear in the tool outputs or in the \
-tool schema below, and align every conclusion with the returned fields.
-Tool schema:
+returned: state only function names and argument formats that appear in the tool schema below, and only \
+facts and return fields that appear in the tool outputs in the trajectories; align every conclusion with \
+the returned fields.
+Tool schema (names, descriptions, arguments):
 {tools}
 """
 
@@ -80,8 +88,8 @@ Reply in exactly this format:
 Rationale: <one paragraph naming the checks and the evidence>
 Verdict: APPROVE or REJECT"""
 
-VERIFY_SCHEMA_RULE = """4. Schema-aligned: every function name, argument and return field it mentions exists \
-in this tool schema:
+VERIFY_SCHEMA_RULE = """4. Schema-aligned: every function name and argument it mentions exists in this tool \
+schema, and every return field it mentions appears in a tool output in the trajectories below:
 {tools}
 """
 

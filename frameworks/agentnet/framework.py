@@ -5,6 +5,8 @@ See the package docstring (`frameworks.agentnet`) for the spec.
 
 from __future__ import annotations
 
+import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,8 +23,7 @@ from frameworks.base import (
     Decision,
     EnvLoop,
     Transcript,
-    action_from_completion,
-    unparsable_note,
+    unreadable_note,
     with_notes,
 )
 
@@ -60,8 +61,9 @@ class AgentNetParams(Params):
     weight_decay: float = Field(0.9, ge=0.0, le=1.0, description="paper rule: alpha of eq. (2)")
     ability_gain: float = Field(0.1, ge=0.0, description="code rule: ability gained per successful execution")
     prune_at: float = Field(0.3, ge=0.0, description="edges at or below this weight are cut")
-    min_forward_ability: float = Field(0.5, ge=0.0, description="a forward target needs at least this ability")
-    route_retries: int = Field(1, ge=0, le=3, description="re-asks of a router whose reply does not parse")
+    min_forward_ability: float = Field(
+        0.5, ge=0.0, description="a named target needs this ability, else the best such neighbour (else a random one)"
+    )
     experience_pools: bool = Field(
         False, description="AgentNet's own router/executor pools (off: No-Memory keeps no cross-task memory)"
     )
@@ -81,13 +83,12 @@ class _Run:
     transcript: Transcript
     record: dict[str, Any] = field(default_factory=dict)
     progress: list[tuple[str, str]] = field(default_factory=list)  # (agent, result of its part)
-    note: str = ""
     pending: Decision | None = None  # answer tasks: the latest part's result, submitted when the relay ends
 
 
 class AgentNetFramework(Framework):
     name = "agentnet"
-    version = "2"
+    version = "3"
     Params = AgentNetParams
 
     def __init__(self, params: Any = None) -> None:
@@ -150,7 +151,10 @@ class AgentNetFramework(Framework):
     # -- one task --------------------------------------------------------------
 
     def randomness(self) -> list[str]:
-        return ["entry agent among the agents tied for the best ability"]
+        return [
+            "entry agent among the agents tied for the best ability",
+            "forward or hand-off target when no neighbour is able enough (a random neighbour)",
+        ]
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         """The relay (AgentNet experiment.py `solve_a_single_task`): the holder's router forwards,
@@ -159,7 +163,8 @@ class AgentNetFramework(Framework):
         traj = ctx.trajectory
         loop = EnvLoop(env, task, traj, ctx, p.max_steps)
         run = _Run(task, Decider(task, ctx, traj), loop, Transcript(task, traj, p.history_window))
-        run.transcript.start(loop.reset())
+        first = loop.reset()
+        run.transcript.start(first)
         holder = net.entry(task_type, ctx.rng)
         run.record = {
             "entry": holder,
@@ -168,9 +173,13 @@ class AgentNetFramework(Framework):
             "executions": [],
             "edges_used": [],
             "unparsed_routes": 0,
+            "completes_unfinished": 0,
         }
         traj.metadata["agentnet"] = run.record
-        hops, path, parent, level, what = p.max_hops, [holder], None, "team", task.instruction
+        # the task to route: its instruction; in a conversation, whose instruction is the standing policy (in
+        # every system message), the customer's opening request
+        what = first.text if task.mode == "conversation" else task.instruction
+        hops, path, parent, level = p.max_hops, [holder], None, "team"
         while not loop.finished:
             can_forward = hops > 0 and bool(net.neighbours(holder, set(path)))
             can_split = (
@@ -181,30 +190,39 @@ class AgentNetFramework(Framework):
                 route = Route("execute")
             else:
                 route, parent = self._ask(run, holder, level, offered, parent, what, set(path))
+            if route is None:  # unreadable until the bound on unparsable outputs ended the sample
+                break
             if route.kind == "forward":
-                target = net.redirect(holder, route.target, task_type, set(path))
-                if target is not None:
-                    run.record["edges_used"].append([holder, target])
-                    hops, holder = hops - 1, target
-                    path.append(target)
-                    continue
+                holder = self._pass(run, holder, route.target, set(path), ctx.rng)
+                hops -= 1
+                path.append(holder)
+                continue
             last = route.kind != "split"
             parent = self._execute(run, holder, route.text if not last else what, parent, last)
             if last or loop.finished:
                 break
             nxt, parent = self._ask(run, holder, "event", ("complete", "incomplete"), parent, what, {holder})
-            target = net.redirect(holder, nxt.target, task_type, {holder}) if nxt.kind == "incomplete" else None
+            if nxt is None:
+                break
             if nxt.kind == "complete":
+                if task.mode != "answer":  # the environment still runs: the holder finishes the task
+                    run.record["completes_unfinished"] += 1
+                    parent = self._execute(run, holder, what, parent, last=True)
                 break
-            if target is None:  # unparsed, or nobody to pass to: the holder finishes the task itself
-                parent = self._execute(run, holder, what, parent, last=True)
-                break
-            run.record["edges_used"].append([holder, target])
-            holder, hops, path, level, what = target, p.max_hops, [target], "event", nxt.text or what
+            holder = self._pass(run, holder, nxt.target, {holder}, ctx.rng)
+            hops, path, level, what = p.max_hops, [holder], "event", nxt.text or what
         if run.pending is not None and not loop.finished:  # answer task: the relay's latest result is the answer
             self._act(run, run.pending)
         loop.close_out()
         return traj
+
+    def _pass(self, run: _Run, holder: str, named: str, exclude: set[str], rng: random.Random) -> str:
+        """The agent the task goes to when `holder`'s router names `named` (forward or incomplete); the
+        choice and how it was made are recorded on the route."""
+        target, how = self.network.redirect(holder, named, run.task.task_type, exclude, rng)
+        run.record["routes"][-1].update({"to": target, "chosen": how})
+        run.record["edges_used"].append([holder, target])
+        return target
 
     def _ask(
         self,
@@ -215,9 +233,10 @@ class AgentNetFramework(Framework):
         parent: str | None,
         what: str,
         exclude: set[str],
-    ) -> tuple[Route, str]:
-        """One router decision with its own grammar; an unparsable reply is re-asked `route_retries` times,
-        then recorded as `unparsed` (the caller keeps the task with `agent`)."""
+    ) -> tuple[Route | None, str | None]:
+        """One router decision with its own grammar. An unreadable reply is recorded as `unparsed` and the router
+        is asked again, as AgentNet's loop does, each time counted toward the bound on consecutive unparsable
+        outputs (`protocol.max_invalid_actions`); at the bound the sample ends as model_error and the route is None."""
         net, task_type = self.network, run.task.task_type
         shown = [
             (b, net.ability(b, task_type), net.success_rate(b, task_type), net.weights[agent][b])
@@ -225,9 +244,9 @@ class AgentNetFramework(Framework):
         ]
         own = (net.ability(agent, task_type), net.success_rate(agent, task_type))
         system = router_prompt(agent, task_type, own, shown, offered, run.progress)
-        note = ""
-        for attempt in range(self.params.route_retries + 1):
-            label = "Task" if level == "team" else "Remaining task"
+        label = "Task" if level == "team" else "Remaining task"
+        note, attempt = "", 0
+        while True:
             decision = run.decider.decide(
                 agent=agent,
                 role="router",
@@ -258,10 +277,12 @@ class AgentNetFramework(Framework):
                 }
             )
             if route.kind != "unparsed":
+                run.loop.readable()
                 return route, parent
             run.record["unparsed_routes"] += 1
-            note = f"\n\nYour previous reply could not be read: {decision.node.output[:200]!r}. Reply with one line."
-        return route, parent
+            if run.loop.unparsable(decision.node.output, action=False):
+                return None, parent
+            note, attempt = f"\n\n{unreadable_note(decision.node.output)}", attempt + 1
 
     def _execute(self, run: _Run, agent: str, part: str, parent: str | None, last: bool) -> str | None:
         """`agent`'s executor works on `part`: to the end of the task (`last`), or within an even share of
@@ -276,6 +297,7 @@ class AgentNetFramework(Framework):
         while not loop.finished and loop.steps_taken - start < budget:
             env_decision = loop.trajectory.steps[-1].decision_id if loop.trajectory.steps else None
             intermediate = task.mode == "answer" and not last
+            handing_over = not last and task.mode == "steps" and bool(task.action_grammar)
             decision = run.decider.decide(
                 agent=agent,
                 role="executor",
@@ -287,7 +309,8 @@ class AgentNetFramework(Framework):
                 tools=run.transcript.tools if task.mode == "conversation" else None,
                 model=self._model(agent),
                 framework_memory=self._pool(agent, "executor", task, part),
-                **run.transcript.view(run.note),
+                grammar=handover_grammar(task.action_grammar) if handing_over else None,
+                **run.transcript.view(loop.note),
             )
             previous = decision.node.id
             ex["decisions"] += 1
@@ -297,12 +320,11 @@ class AgentNetFramework(Framework):
                 run.progress.append((agent, text))
                 break
             if not last and not decision.completion.tool_calls and text.strip().upper().startswith(HANDOVER):
+                loop.readable()
                 run.progress.append((agent, f"did: {part}"))
                 break
-            if not self._act(run, decision):
-                if loop.finished:
-                    break
-                continue
+            if not self._act(run, decision) and loop.finished:
+                break
         else:
             if not last:
                 run.progress.append((agent, f"worked on: {part}"))
@@ -311,15 +333,9 @@ class AgentNetFramework(Framework):
 
     def _act(self, run: _Run, decision: Decision) -> bool:
         """Step the environment with the decision's action; False when the reply gave none."""
-        action = action_from_completion(run.task, decision.completion)
-        if action is None:
-            run.note = unparsable_note(run.task, decision.completion.text)
-            run.loop.unparsable(decision.completion.text)
+        if not run.loop.take(run.decider, run.transcript, decision):
             return False
-        run.note = ""
         run.pending = None
-        run.decider.attach_action(decision.node, action)
-        run.transcript.record(action, run.loop.act(action, decision.node.id))
         return True
 
     def _executor_prompt(self, task: Task, agent: str, part: str, last: bool, progress: list[tuple[str, str]]) -> str:
@@ -354,3 +370,14 @@ def feedback_value(trajectory: Trajectory) -> float:
     passes the labelled outcome (see the package docstring).
     """
     return max((min(1.0, max(0.0, s.observation.reward)) for s in trajectory.steps), default=0.0)
+
+
+def handover_grammar(action_grammar: str) -> str:
+    """The task's action grammar (GBNF) with `SUBTASK DONE` as one more reply, for an executor working on a split
+    part: its root rule is renamed and offered beside the hand-over, so grammar-constrained models can hand over."""
+    renamed = re.sub(r'("(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\])|\broot\b', _rename_root, action_grammar)
+    return f'root ::= "{HANDOVER}" | agentnet-action\n{renamed}'
+
+
+def _rename_root(m: re.Match[str]) -> str:
+    return m.group(1) or "agentnet-action"  # quoted literals and character classes stay as they are

@@ -86,25 +86,35 @@ class Network:
         """Agents `agent` still has an edge to, not in `exclude`, in index order."""
         return [b for b in self.agents if b in self.weights[agent] and b not in exclude]
 
-    def redirect(self, agent: str, named: str, task_type: str, exclude: set[str]) -> str | None:
-        """The agent a task goes to when `agent`'s router names `named` (src/agent.py `router_decide_action`):
-        the named agent if it is a neighbour off `exclude` with ability >= `min_forward_ability`,
-        else the best such neighbour by 0.4 x ability + 0.2 x success rate (`find_best_alternative_agent`;
-        its load and connection terms are constant here); None when no neighbour qualifies."""
-        ok = [
-            b for b in self.neighbours(agent, exclude) if self.ability(b, task_type) >= self.rates.min_forward_ability
-        ]
-        if named in ok:
-            return named
-        if not ok:
-            return None
-        return max(
-            ok,
-            key=lambda b: (
-                0.4 * self.ability(b, task_type) + 0.2 * self.success_rate(b, task_type),
-                -self.agents.index(b),
-            ),
-        )
+    def redirect(
+        self, agent: str, named: str, task_type: str, exclude: set[str], rng: random.Random
+    ) -> tuple[str, str]:
+        """The agent a task goes to when `agent`'s router names `named`, and how it was chosen (src/agent.py
+        `router_decide_action`, `router_decide_next_agent_id`, `find_best_alternative_agent`):
+
+        - `named`: the named agent, if it is a neighbour off `exclude` with ability >= `min_forward_ability`;
+        - `best`: else the best such neighbour by 0.4 x ability + 0.2 x success rate (the code's load and
+          connection terms are constant here);
+        - `random`: else, no neighbour being able enough, a neighbour off `exclude` drawn at random (the code's
+          `random.choice` over the neighbours; here from the sample's rng).
+
+        Callers offer a forward or a hand-off only while such a neighbour exists."""
+        neighbours = self.neighbours(agent, exclude)
+        if not neighbours:
+            raise ValueError(f"{agent} has no neighbour off {sorted(exclude)} to pass the task to")
+        able = [b for b in neighbours if self.ability(b, task_type) >= self.rates.min_forward_ability]
+        if named in able:
+            return named, "named"
+        if able:
+            best = max(
+                able,
+                key=lambda b: (
+                    0.4 * self.ability(b, task_type) + 0.2 * self.success_rate(b, task_type),
+                    -self.agents.index(b),
+                ),
+            )
+            return best, "best"
+        return rng.choice(neighbours), "random"
 
     def recall(self, agent: str, pool: str, task_type: str, text: str, k: int) -> list[MemoryItem]:
         """The agent's k most relevant fragments: same task type first, then word overlap, then newest."""

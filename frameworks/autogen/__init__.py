@@ -17,11 +17,11 @@ Variants (`params.variant`, recorded in run.json through `describe()`):
              plan stays visible to the others.
   executor - level agent, role executor: the step's action (tools offered in
              conversations, the task's action grammar for constrained models).
-  critic   - level event, role critic: APPROVE, or REJECT: <reason>, after
-             which the executor revises (at most `max_revisions` times); the
-             latest proposal is executed either way. Verdicts are parsed with
-             their own grammar; a reply naming none is recorded `unparsed` and
-             re-asked (`verdict_retries`), never taken as approval.
+  critic   - level event, role critic: APPROVE, or REJECT: <reason>. On any
+             reply but an approval (a rejection, or one naming no verdict,
+             recorded `unparsed`) the executor revises, as in AutoGen's critic
+             pattern where only an approving message ends the exchange; at
+             most `max_revisions` times, then the latest proposal is executed.
              `critic=false` removes it.
 - `gmemory`: the two-agent loop G-Memory's code calls "AutoGen"
   (bingreeky/GMemory, tasks/mas_workflow/autogen): a solver (level agent)

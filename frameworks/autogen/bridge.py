@@ -77,7 +77,6 @@ class TeamState:
     loop: EnvLoop
     members: dict[str, AgentSpec]
     on_decision: Callable[[AgentSpec, Decision], None]
-    note: str = ""  # feedback shown to acting agents this step (e.g. an unparsable reply)
     ledger: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (agent, text) -> decision ids
     last_decision: dict[str, str] = field(default_factory=dict)
     error: BaseException | None = None
@@ -227,7 +226,7 @@ class BridgeClient(_ClientBase):
             action_grammar=spec.acts,
             grammar=spec.grammar,
             schema=spec.schema,
-            **state.transcript.view(state.note if spec.acts else "", acting=spec.acts, ending=spec.ending),
+            **state.transcript.view(state.loop.note if spec.acts else "", acting=spec.acts, ending=spec.ending),
         )
         state.record(spec, decision)
         return decision

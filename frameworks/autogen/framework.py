@@ -32,7 +32,6 @@ from frameworks.base import (
     EnvLoop,
     Transcript,
     action_from_completion,
-    unparsable_note,
 )
 
 TEAM = "a team of three agents: a planner, an executor and a critic"
@@ -98,8 +97,9 @@ class AutoGenParams(Params):
         "team", description="team: planner + executor + critic; gmemory: G-Memory's solver + stuck helper"
     )
     critic: bool = Field(True, description="team: the critic reviews every executor proposal")
-    max_revisions: int = Field(1, ge=0, le=5, description="team: executor revisions after a critic rejection")
-    verdict_retries: int = Field(1, ge=0, le=3, description="team: re-asks of a critic whose reply names no verdict")
+    max_revisions: int = Field(
+        1, ge=0, le=5, description="team: executor revisions after a critic reply that does not approve"
+    )
     replan_every: int = Field(0, ge=0, description="team: the planner speaks again every N steps (0 = once)")
     stuck_repeats: int = Field(2, ge=1, description="gmemory: helper steps in when a proposal repeats the last N")
     history_window: int = Field(8, ge=0, description="recent steps shown in each step prompt")
@@ -148,8 +148,8 @@ class TeamProtocol(_Protocol):
         self.params = params
         self.planned_at: int | None = None
         self.plan_due = True
-        self.revisions, self.reasks, self.reask = 0, 0, False
-        self.max_turns = 2 + (2 + params.verdict_retries) * (params.max_revisions + 1)
+        self.revisions = 0
+        self.max_turns = 2 + 2 * (params.max_revisions + 1)
         self.verdicts: list[dict[str, object]] = []  # every critic reply: approve | reject | unparsed
 
     def agents(self) -> list[AgentSpec]:
@@ -175,14 +175,12 @@ class TeamProtocol(_Protocol):
         super().begin_step(step)
         every = self.params.replan_every
         self.plan_due = self.planned_at is None or (every > 0 and step - self.planned_at >= every)
-        self.revisions, self.reasks, self.reask = 0, 0, False
+        self.revisions = 0
 
     def select(self, messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> str:
         last = messages[-1].source
         if last == ENVIRONMENT:
             return "planner" if self.plan_due else "executor"
-        if last == "critic" and self.reask:  # an unreadable verdict: the critic is asked again
-            return "critic"
         return "critic" if last == "executor" else "executor"
 
     def on_decision(self, spec: AgentSpec, decision: Decision) -> None:
@@ -191,15 +189,14 @@ class TeamProtocol(_Protocol):
         elif spec.name == "executor":
             self.done = self.propose(decision) is None or not self.params.critic
         else:
+            # As AutoGen's critic pattern (a team that ends only when the critic's message approves,
+            # TextMentionTermination("APPROVE")): any reply that is not an approval, a rejection or an
+            # unreadable one, is feedback the executor revises on while revisions are left.
             verdict = read_verdict(decision)
             self.verdicts.append({"decision": decision.node.id, "step": self.step, "verdict": verdict})
-            self.reask = verdict == "unparsed" and self.reasks < self.params.verdict_retries
-            if self.reask:
-                self.reasks += 1
-            elif verdict == "reject" and self.revisions < self.params.max_revisions:
+            if verdict != "approve" and self.revisions < self.params.max_revisions:
                 self.revisions += 1
-                self.reasks = 0
-            else:  # approved, out of revisions, or still unreadable after re-asking: the proposal goes ahead
+            else:  # approved, or out of revisions: the latest proposal goes ahead
                 self.done = True
 
 
@@ -243,7 +240,7 @@ def _key(action: Action) -> str:
 
 class AutoGenFramework(Framework):
     name = "autogen"
-    version = "2"
+    version = "3"
     Params = AutoGenParams
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
@@ -260,8 +257,7 @@ class AutoGenFramework(Framework):
         decider = Decider(task, ctx, traj)
         loop = EnvLoop(env, task, traj, ctx, p.max_steps)
         transcript = Transcript(task, traj, p.history_window)
-        obs = loop.reset()
-        transcript.start(obs)
+        transcript.start(loop.reset())
         protocol = (TeamProtocol if p.variant == "team" else GMemoryProtocol)(task, traj, p)
         specs = protocol.agents()
         state = TeamState(decider, transcript, loop, {s.name: s for s in specs}, protocol.on_decision)
@@ -274,24 +270,17 @@ class AutoGenFramework(Framework):
         }
         while not loop.finished:
             protocol.begin_step(loop.steps_taken)
-            message = TextMessage(content=obs.text or "(no observation)", source=ENVIRONMENT)
+            message = TextMessage(content=transcript.observation or "(no observation)", source=ENVIRONMENT)
             try:
                 await team.run(task=message)
             except Exception:
                 if state.error is not None:
                     raise state.error from None
                 raise
-            decision, action = protocol.proposal, protocol.action
-            if decision is None or action is None:
-                output = decision.completion.text if decision else ""
-                state.note = unparsable_note(task, output)
-                if loop.unparsable(output):
-                    break
+            if protocol.proposal is None:  # the exchange ended without a proposal: nothing to act on
+                loop.unparsable("")
                 continue
-            state.note = ""
-            decider.attach_action(decision.node, action)
-            obs = loop.act(action, decision.node.id)
-            transcript.record(action, obs)
+            loop.take(decider, transcript, protocol.proposal)
         loop.close_out()
         return traj
 

@@ -13,20 +13,24 @@ protocols (`protocol`):
 - `chatdev` (default; OpenBMB/ChatDev branch macnet, graph.py): a source node
   proposes; on each edge p->i node i reviews p's proposal (role instructor,
   level event) and revises it (role solver, level agent): two calls per edge;
-  a node reached by `aggregate_unit` (2) or more revisions merges them (role
-  merger); the sinks feed an output node (agent `final`, level team, role
-  decider) that does the same, and its result is the action. A node at depth
-  d of D samples at temperature 1 - d/D (`temperature_schedule`).
+  a node whose predecessors, `aggregate_unit` (2) or more, all sit in one
+  layer merges their revisions (role merger), any other keeps the revision of
+  its first-arriving predecessor (`Graph.execute`); the sinks feed an output
+  node (agent `final`, level team, role decider) that does the same, and its
+  result is the action. A node at depth d of D samples at temperature 1 - d/D
+  (`temperature_schedule`).
 - `gmemory` (bingreeky/GMemory tasks/mas_workflow/macnet): an instructor per
   edge (`instructor_<p>_<i>`), one call per node (solver / merger) given its
-  predecessors' proposals and instructions, and a decision node (`final`).
+  predecessors' proposals and instructions, and a decision node (`final`),
+  every call at temperature 0 as in G-Memory.
 
 Nodes (and reviews) of one layer run concurrently (`max_workers` threads)
 through `Decider.decide_many`: recall and recording are serial and in node
 order, so decision ids, the graph and memory's view never depend on thread
-timing. The default graph is G-Memory's: random, 3 nodes, drawn once per task
-from the sample's rng (the same graph for every memory method), recorded in
-the trajectory's metadata; `reverse` turns every edge around (convergent).
+timing. The default graph is G-Memory's: random (G-Memory's draw), 3 nodes,
+drawn once per run from the run seed (`graph_draw`; the same graph for every
+task and memory method of a run), recorded in the trajectory's metadata;
+`reverse` turns every edge around (convergent).
 
 Spec, sources, cost per step and every departure: docs/frameworks/macnet.md.
 """

@@ -5,6 +5,7 @@ See the package docstring (`frameworks.macnet`) and docs/frameworks/macnet.md fo
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,8 +21,6 @@ from frameworks.base import (
     DecisionRequest,
     EnvLoop,
     Transcript,
-    action_from_completion,
-    unparsable_note,
     with_notes,
 )
 from frameworks.macnet.topology import Dag, Topology, build_dag
@@ -72,7 +71,12 @@ class MacNetParams(Params):
     topology: Topology = Field("random", description="chain | star | tree | full | layered | random")
     nodes: int = Field(3, ge=1, le=32, description="node agents in the graph (the output / final node is extra)")
     width: int = Field(2, ge=1, description="layer width (layered) and branching factor (tree)")
-    edge_prob: float = Field(0.5, ge=0.0, le=1.0, description="edge probability of the random topology")
+    edge_prob: float = Field(0.5, ge=0.0, le=1.0, description="random topology: probability of each ordered pair")
+    graph_draw: Literal["run", "task"] = Field(
+        "run",
+        description="random topology: one graph for the whole run, from the run seed (G-Memory draws one per run), "
+        "or a new graph per task, from the sample's seed",
+    )
     reverse: bool = Field(False, description="convergent graph: every edge reversed (ChatDev generate_graph.py)")
     instructors: bool = Field(True, description="a review (instructor / critic) of each edge's proposal")
     aggregate_unit: int = Field(
@@ -99,19 +103,23 @@ class _Step:
 
 class MacNetFramework(Framework):
     name = "macnet"
-    version = "2"
+    version = "3"
     Params = MacNetParams
 
     def randomness(self) -> list[str]:
-        return ["the random graph's edges"] if self.params.topology == "random" else []
+        if self.params.topology != "random":
+            return []
+        return [f"the random graph's edges (one per {self.params.graph_draw})"]
 
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> Trajectory:
         p = self.params
         traj = ctx.trajectory
-        dag = build_dag(p.topology, p.nodes, rng=ctx.rng, width=p.width, edge_prob=p.edge_prob, reverse=p.reverse)
+        rng = random.Random(f"macnet-graph:{ctx.run_seed}") if p.graph_draw == "run" else ctx.rng
+        dag = build_dag(p.topology, p.nodes, rng=rng, width=p.width, edge_prob=p.edge_prob, reverse=p.reverse)
         traj.metadata["macnet"] = {
             "protocol": p.protocol,
             "topology": p.topology,
+            "graph_draw": p.graph_draw,
             "reverse": p.reverse,
             "nodes": dag.n,
             "edges": [list(e) for e in dag.edges],
@@ -125,22 +133,15 @@ class MacNetFramework(Framework):
         # ChatDev macnet graph.py `agent_deployment`: temperature = 1 - depth / D; a temperature the caller
         # imposes on every call (EDV's rollout sampling) takes precedence
         schedule = p.temperature_schedule and ctx.llm.temperature is None
-        note = ""
+        # G-Memory's nodes and critics decode at temperature 0 (node.py, graph_mas.py ReasoningConfig)
+        greedy = 0.0 if ctx.llm.temperature is None else None
         while not loop.finished:
-            step = _Step(traj.steps[-1].decision_id if traj.steps else None, note)
+            step = _Step(traj.steps[-1].decision_id if traj.steps else None, loop.note)
             if p.protocol == "chatdev":
                 final = self._chatdev_pass(decider, transcript, loop, dag, step, schedule)
             else:
-                final = self._gmemory_pass(decider, transcript, loop, dag, step)
-            action = action_from_completion(task, final.completion)
-            if action is None:
-                note = unparsable_note(task, final.completion.text)
-                if loop.unparsable(final.completion.text):
-                    break
-                continue
-            note = ""
-            decider.attach_action(final.node, action)
-            transcript.record(action, loop.act(action, final.node.id))
+                final = self._gmemory_pass(decider, transcript, loop, dag, step, greedy)
+            loop.take(decider, transcript, final)
         loop.close_out()
         return traj
 
@@ -150,11 +151,15 @@ class MacNetFramework(Framework):
         self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step, schedule: bool
     ) -> Decision:
         """ChatDev macnet graph.py `Graph.execute`: layer by layer, each in-edge p->i makes node i review p's
-        solution (instructor) and revise it (assistant); a node with at least `aggregate_unit` revisions merges
-        them. The output node (after the sinks) does the same; its solution is the step's action."""
+        solution (instructor) and revise it (assistant). A node whose predecessors all sit in one layer and number
+        at least `aggregate_unit` merges their revisions; any other node keeps the revision of its first-arriving
+        predecessor (earliest layer, then node order), as `Graph.execute` does when `pre_solutions` outnumber the
+        predecessors still in the graph. The output node (after the sinks) does the same; its solution is the
+        step's action."""
         out = dag.n
         layers = [*dag.layers(), [out]]
         preds = {i: dag.preds(i) for i in range(dag.n)} | {out: dag.sinks()}
+        layer_of = {i: d for d, layer in enumerate(layers) for i in layer}
         depth = len(layers)  # the original's D: the virtual input node is depth 0, the output node depth D
         for d, layer in enumerate(layers, start=1):
             temp = {i: round(1 - d / depth, 4) if schedule else None for i in layer}
@@ -169,12 +174,17 @@ class MacNetFramework(Framework):
                     step.proposals[i] = decision
                 else:
                     step.revisions[(src, i)] = decision
-            merging = [i for i in layer if len(preds[i]) >= self.params.aggregate_unit]
+            merging = [
+                i
+                for i in layer
+                if len(preds[i]) >= self.params.aggregate_unit and len({layer_of[q] for q in preds[i]}) == 1
+            ]
             requests = [self._aggregate(transcript, loop, step, i, preds[i], out, temp[i]) for i in merging]
             step.proposals.update(zip(merging, decider.decide_many(requests, self.params.max_workers), strict=True))
-            for i in layer:  # fewer revisions than the aggregation unit: the first one is the node's solution
+            for i in layer:  # no merge: the revision of the first-arriving predecessor is the node's solution
                 if i not in step.proposals:
-                    step.proposals[i] = step.revisions[(preds[i][0], i)]
+                    first = min(preds[i], key=lambda q: (layer_of[q], q))
+                    step.proposals[i] = step.revisions[(first, i)]
         return step.proposals[out]
 
     def _who(self, i: int, out: int) -> dict[str, Any]:
@@ -238,12 +248,14 @@ class MacNetFramework(Framework):
 
     # -- protocol=gmemory --------------------------------------------------------
 
-    def _gmemory_pass(self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step) -> Decision:
+    def _gmemory_pass(
+        self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, step: _Step, temp: float | None
+    ) -> Decision:
         """G-Memory graph_mas.py `MacNet.schedule`: nodes in topological order, a critic on each upstream
         output (`use_critic`), then the decision node turns the sinks' outputs into the action."""
         task = transcript.task
         for layer in dag.layers():
-            self._gmemory_layer(decider, transcript, loop, dag, layer, step)
+            self._gmemory_layer(decider, transcript, loop, dag, layer, step, temp)
         return decider.decide(
             **self._base(transcript, loop, step, acting=True),
             agent="final",
@@ -251,10 +263,18 @@ class MacNetFramework(Framework):
             level="team",
             system=with_notes(f"{FINAL} {ACT_INSTRUCTIONS[task.mode]}", self._sink_notes(dag, step)),
             parents=(*(step.proposals[s].node.id for s in dag.sinks()), *_opt(step.previous)),
+            temperature=temp,
         )
 
     def _gmemory_layer(
-        self, decider: Decider, transcript: Transcript, loop: EnvLoop, dag: Dag, layer: list[int], step: _Step
+        self,
+        decider: Decider,
+        transcript: Transcript,
+        loop: EnvLoop,
+        dag: Dag,
+        layer: list[int],
+        step: _Step,
+        temp: float | None,
     ) -> None:
         """Instructors of the layer's in-edges, then the layer's nodes; each group concurrently."""
         task, workers = transcript.task, self.params.max_workers
@@ -268,6 +288,7 @@ class MacNetFramework(Framework):
                     level="event",
                     system=with_notes(INSTRUCTOR.format(p=p, i=i), [(f"node {p}", step.proposals[p].node.output)]),
                     parents=(step.proposals[p].node.id, *_opt(step.previous)),
+                    temperature=temp,
                 )
                 for p, i in edges
             ]
@@ -292,6 +313,7 @@ class MacNetFramework(Framework):
                     level="agent",
                     system=with_notes(system, notes),
                     parents=(*parents, *_opt(step.previous)),
+                    temperature=temp,
                 )
             )
         step.proposals.update(zip(layer, decider.decide_many(requests, workers), strict=True))

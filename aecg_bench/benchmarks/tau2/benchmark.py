@@ -104,7 +104,12 @@ class Tau2Params(Params):
         "default", description="telecom only: tasks.json (114 tasks) or tasks_small.json (20)"
     )
     max_steps: int = Field(200, ge=1, description="tau2 DEFAULT_MAX_STEPS: messages of any kind before the run stops")
-    max_errors: int = Field(10, ge=1, description="tau2 DEFAULT_MAX_ERRORS: failed tool calls before the run stops")
+    max_errors: int | None = Field(
+        None,
+        ge=1,
+        description="failed tool calls before the run stops; null (default) never stops, as tau2's orchestrator, "
+        "which declares DEFAULT_MAX_ERRORS (10) but never counts an error",
+    )
     user_temperature: float = Field(0.0, ge=0.0, description="tau2 DEFAULT_LLM_TEMPERATURE_USER")
     train_fraction: float = Field(0.5, ge=0.0, le=1.0, description="share of a domain's tasks in the train split")
 
@@ -117,7 +122,7 @@ def split_of(domain: str, task_id: str, train_fraction: float) -> str:
 
 class Tau2Benchmark(Benchmark):
     name = "tau2"
-    version = "1"
+    version = "2"
     Params = Tau2Params
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, data_dir: Path | None = None) -> None:
@@ -338,7 +343,8 @@ class Tau2Env(Environment):
             self.errors += int(res.error)
             results.append({"id": call.id, "name": call.name, "ok": not res.error, "content": res.content})
         self._count_step()  # the tool results
-        if not self.termination and self.errors >= self.bench.params.max_errors:
+        limit = self.bench.params.max_errors
+        if not self.termination and limit is not None and self.errors >= limit:
             self.termination = "too_many_errors"
         return results
 
@@ -367,6 +373,8 @@ class Tau2Env(Environment):
         if self.done:
             return Observation("", done=True)
         if action.kind == "tool" and action.tool_calls:
+            if action.text.strip():  # text sent with tool calls: kept for COMMUNICATE, never shown to the user
+                self.agent_texts.append(action.text)
             results = self._run_calls(action.tool_calls, "assistant")
             text = "\n".join(r["content"] for r in results)
             return Observation(

@@ -115,9 +115,20 @@ def tool_spec(func: Callable[..., Any]) -> ToolSpec:
         if name in arg_docs:
             default = Field(default, description=arg_docs[name])
         fields[name] = (anno, default)
-    schema = create_model("parameters", **fields).model_json_schema()
+    schema = as_pinned_pydantic(create_model("parameters", **fields).model_json_schema())
     description = (short + ("\n\n" + long if long else "")) if short else func.__name__
     return ToolSpec(name=func.__name__, description=description, parameters=schema)
+
+
+def as_pinned_pydantic(schema: Any) -> Any:
+    """A JSON schema as tau2's pinned pydantic (2.10.6, pdm.lock at 37199f36) writes it: pydantic 2.11 and
+    later mark a `dict[str, Any]` field `"additionalProperties": true`, which 2.10 leaves out (no tool model of
+    this release allows extra keys, so tau2's schemas never carry it)."""
+    if isinstance(schema, dict):
+        return {k: as_pinned_pydantic(v) for k, v in schema.items() if not (k == "additionalProperties" and v is True)}
+    if isinstance(schema, list):
+        return [as_pinned_pydantic(v) for v in schema]
+    return schema
 
 
 def _jsonable(value: Any) -> Any:
