@@ -166,6 +166,13 @@ class MemoryMethod(Component, ABC):
     group = "memory"
     # The protocol the method's paper evaluates it under; run under another, its results label says so.
     paper_protocol: ClassVar[str] = "online"
+    # True when recall, solve and select_model leave state_dict unchanged: the samples of a phase that
+    # does not learn (a frozen test phase) are then independent, and the runner may run them at once,
+    # each worker on its own replica (runner/concurrent.py). False (the default) keeps them sequential.
+    pure_recall: ClassVar[bool] = False
+    # True when the method keeps no cross-task state at all (observe, build and maintain change nothing):
+    # then even an online protocol's samples are independent (No-Memory).
+    learns_nothing: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any] | Params | None = None, *, services: MemoryServices) -> None:
         super().__init__(params)

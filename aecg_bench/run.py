@@ -314,7 +314,7 @@ def _hydra_entry() -> None:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
-    from aecg_bench.llm.threads import set_concurrent_jobs
+    from aecg_bench.llm.threads import run_in_flight, set_concurrent_jobs
     from aecg_bench.runner import lifecycle
     from aecg_bench.runner.identity import Redactor
     from aecg_bench.runner.logs import redact_console
@@ -330,7 +330,8 @@ def _hydra_entry() -> None:
         try:
             raw = resolve(cfg)
             redact_console(Redactor(secret_envs(raw)))
-            run_from_config(raw, in_sweep=in_sweep)
+            with run_in_flight():  # counted among the runs sharing the cores (llm/threads.py)
+                run_from_config(raw, in_sweep=in_sweep)
         except AecgBenchError as exc:
             if in_sweep:  # a config that does not resolve for this sweep point only
                 _sweep_report(f"sweep job {HydraConfig.get().job.num}", "failed", one_line(exc))
@@ -350,6 +351,7 @@ def _hydra_entry() -> None:
 
 def main() -> None:
     from aecg_bench.llm import embedded_server
+    from aecg_bench.llm.threads import sweep_flight
     from aecg_bench.runner import lifecycle
     from aecg_bench.runner.identity import Redactor
     from aecg_bench.runner.logs import redact_console
@@ -367,7 +369,7 @@ def main() -> None:
     jobs = launcher_jobs(sys.argv[1:])
     try:
         # one llama-server for the whole command when the config serves the embedded model
-        with embedded_server.serving(raw if jobs else None, jobs or 1):
+        with embedded_server.serving(raw if jobs else None, jobs or 1), sweep_flight():
             _hydra_entry()
         found = lifecycle.read_outcomes(outcomes)
     except AecgBenchError as exc:  # the server did not start

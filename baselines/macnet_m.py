@@ -69,6 +69,7 @@ class MacNetMemoryParams(Params):
 class MacNetMemory(MemoryMethod):
     name = "macnet_m"
     version = "1"
+    pure_recall = True  # recall only reads the solutions (runner/concurrent.py)
     Params = MacNetMemoryParams
     params: MacNetMemoryParams
 

@@ -108,6 +108,7 @@ class MemoryBankParams(Params):
 class MemoryBank(MemoryMethod):
     name = "memorybank"
     version = "1"
+    pure_recall = True  # recall only reads the store (runner/concurrent.py)
     Params = MemoryBankParams
     params: MemoryBankParams
 

@@ -12,6 +12,8 @@ from aecg_bench.types import Episode, MemoryItem, RecallQuery
 class NoMemory(MemoryMethod):
     name = "no_memory"
     version = "1"
+    pure_recall = True
+    learns_nothing = True  # so its samples may run at once under any protocol (runner/concurrent.py)
 
     def recall(self, query: RecallQuery) -> list[MemoryItem]:
         return []

@@ -173,6 +173,7 @@ class ReasoningBankParams(Params):
 class ReasoningBank(MemoryMethod):
     name = "reasoningbank"
     version = "1"
+    pure_recall = True  # recall only reads the bank (runner/concurrent.py)
     Params = ReasoningBankParams
     params: ReasoningBankParams
 

@@ -71,3 +71,14 @@ def test_a_run_stops_at_the_budget_and_a_rerun_with_more_continues(make_config):
     records = RunDir(results_dir_of(final)).records()
     assert sorted(r["position"] for r in records) == list(range(6))  # nothing lost, nothing twice
     assert final["cost"] > 0
+
+
+def test_threads_of_one_process_add_without_losing_spend(tmp_path):
+    """A run's concurrent samples (runner/concurrent.py) add to one budget file from several threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    budget = SweepBudget(tmp_path, 1e9, name="host-1")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: budget.add(0.25), range(400)))
+    assert budget.mine == pytest.approx(100.0)
+    assert SweepBudget(tmp_path, 1e9, name="host-1").spent() == pytest.approx(100.0)  # the file agrees

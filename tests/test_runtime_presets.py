@@ -17,11 +17,12 @@ def _compose(*overrides: str) -> dict:
     return raw
 
 
-def test_the_default_launcher_is_joblib_with_aecg_jobs(monkeypatch):
+def test_the_default_launcher_is_joblib_longest_first_with_aecg_jobs(monkeypatch):
     monkeypatch.setenv("AECG_JOBS", "3")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=["experiment=aecg_table1"], return_hydra_config=True)
-    assert cfg.hydra.launcher._target_.endswith("JoblibLauncher") and cfg.hydra.launcher.n_jobs == 3
+    assert cfg.hydra.launcher._target_.endswith("AecgLocalLauncher") and cfg.hydra.launcher.n_jobs == 3
+    assert cfg.hydra.launcher.order == "longest_first"  # joblib's launcher, longest runs first (sweep_order.py)
     assert cfg.runtime.cache.shards is False and not cfg.hydra.callbacks
 
 

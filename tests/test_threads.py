@@ -13,7 +13,8 @@ from aecg_bench.llm import threads
 
 
 @pytest.fixture(autouse=True)
-def _one_job():
+def _one_job(monkeypatch):
+    monkeypatch.delenv(threads.FLIGHT_ENV, raising=False)
     threads.set_concurrent_jobs(1)
     yield
     threads.set_concurrent_jobs(1)
@@ -92,8 +93,132 @@ def test_the_embedded_model_uses_the_same_threads_for_prompt_and_generation(monk
     monkeypatch.setattr(local, "_models", {})
     monkeypatch.setattr(threads, "usable_cores", lambda: 2)
     threads.set_concurrent_jobs(2)
-    local.load("smollm2-135m-instruct", n_ctx=512, n_threads="auto", ram_cache_mb=0)
+    first = local.load("smollm2-135m-instruct", n_ctx=512, n_threads="auto", ram_cache_mb=0)
     assert seen["n_threads"] == 1 and seen["n_threads_batch"] == 1
     threads.set_concurrent_jobs(1)
-    local.load("smollm2-135m-instruct", n_ctx=512, n_threads="auto", ram_cache_mb=0)
-    assert seen["n_threads"] == 2 and seen["n_threads_batch"] == 2
+    # one copy per process whatever the threads: they change per call (next test), not by reloading
+    assert local.load("smollm2-135m-instruct", n_ctx=512, n_threads="auto", ram_cache_mb=0) is first
+
+
+@settings(deadline=None)
+@given(cores=st.integers(1, 64), pids=st.sets(st.integers(1, 10_000), min_size=1, max_size=80))
+def test_the_runs_in_flight_share_every_core_and_never_more(cores, pids):
+    shares = [threads.share_of_cores(cores, sorted(pids), pid) for pid in pids]
+    assert min(shares) >= 1
+    if len(pids) <= cores:
+        assert sum(shares) == cores  # no idle core
+        assert max(shares) - min(shares) <= 1  # as even as whole threads allow
+    else:
+        assert set(shares) == {1}
+
+
+def _other_live_pid() -> int:
+    import os
+
+    return os.getppid()
+
+
+def test_auto_threads_follow_the_runs_in_flight(monkeypatch, tmp_path):
+    """Two runs on two cores: one thread each; the other run ends (or dies): this one takes both."""
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    threads.set_concurrent_jobs(2)  # what a sweep of two jobs records at its start
+    with threads.sweep_flight() as folder:
+        other = folder / str(_other_live_pid())
+        with threads.run_in_flight():
+            assert threads.model_threads("auto") == 2  # alone in flight
+            other.touch()
+            assert threads.model_threads("auto") == 1
+            other.unlink()  # the other run finished
+            assert threads.model_threads("auto") == 2
+            (folder / "999999999").touch()  # a run killed with -9 left its file: not counted, removed
+            assert threads.model_threads("auto") == 2 and not (folder / "999999999").exists()
+            assert threads.model_threads(1) == 1  # an explicit count still wins
+        assert not any(folder.iterdir())  # the run's file goes with it
+        assert threads.model_threads("auto") == 1  # not in flight: the launcher's n_jobs decides
+    assert threads.FLIGHT_ENV not in __import__("os").environ
+
+
+def test_a_sweep_removes_the_folders_of_killed_launchers(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead, live = tmp_path / "aecg-flight-999999999-x", tmp_path / f"aecg-flight-{_other_live_pid()}-y"
+    dead.mkdir()
+    live.mkdir()
+    with threads.sweep_flight() as folder:
+        assert folder.parent == tmp_path
+    assert not dead.exists() and live.exists() and not folder.exists()
+
+
+def test_a_run_in_flight_on_another_host_falls_back_to_the_launchers_jobs(monkeypatch):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    threads.set_concurrent_jobs(2)
+    with threads.sweep_flight():
+        monkeypatch.setenv(threads.FLIGHT_HOST_ENV, "another-host")
+        with threads.run_in_flight():
+            assert threads.model_threads("auto") == 1
+
+
+def test_each_call_of_the_embedded_model_takes_the_threads_of_the_moment(monkeypatch, tmp_path):
+    """The model is loaded once; its threads follow the runs in flight from one call to the next."""
+    import llama_cpp
+
+    from aecg_bench.llm import local
+
+    set_calls: list[tuple[int, int]] = []
+    loads: list[dict[str, Any]] = []
+
+    class FakeCtx:
+        def set_n_threads(self, n: int, n_batch: int) -> None:
+            set_calls.append((n, n_batch))
+
+    class FakeLlama:
+        _logits_all = False
+
+        def __init__(self, **kwargs: Any) -> None:
+            loads.append(kwargs)
+            self.n_threads = kwargs["n_threads"]
+            self.n_threads_batch = kwargs["n_threads_batch"]
+            self.context_params = type("P", (), {"n_threads": self.n_threads, "n_threads_batch": self.n_threads})()
+            self._ctx = FakeCtx()
+
+        def n_vocab(self) -> int:
+            return 8
+
+        def n_ctx(self) -> int:
+            return 512
+
+        def tokenize(self, text: bytes, add_bos: bool = False) -> list[int]:
+            return list(range(len(text.split())))
+
+        def create_chat_completion(self, **call: Any) -> dict[str, Any]:
+            seen_threads.append((self.n_threads, self.n_threads_batch, self.context_params.n_threads))
+            return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {}}
+
+    seen_threads: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(llama_cpp, "Llama", FakeLlama)
+    monkeypatch.setattr(local, "model_path", lambda name: tmp_path / "model.gguf")
+    monkeypatch.setattr(local, "_models", {})
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    threads.set_concurrent_jobs(2)
+
+    def call() -> None:
+        from litellm.types.utils import ModelResponse
+
+        local.LocalModelHandler().completion(
+            "smollm2-135m-instruct", [{"role": "user", "content": "hi"}], "", {}, ModelResponse(),
+            None, None, None, None, {"n_ctx": 512, "n_threads": "auto", "ram_cache_mb": 0, "max_tokens": 4},
+        )  # fmt: skip
+
+    with threads.sweep_flight() as folder, threads.run_in_flight():
+        other = folder / str(_other_live_pid())
+        other.touch()
+        call()
+        other.unlink()
+        call()
+        call()
+        other.touch()
+        call()
+    assert len(loads) == 1 and loads[0]["n_threads"] == loads[0]["n_threads_batch"] == 1
+    assert seen_threads == [(1, 1, 1), (2, 2, 2), (2, 2, 2), (1, 1, 1)]
+    assert set_calls == [(2, 2), (1, 1)]  # set only when the share changes

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +50,7 @@ class SweepBudget:
         self.mine = _read(self.path)
         self._others = 0.0
         self._scanned_at: float | None = None
+        self._lock = threading.Lock()  # a run's concurrent samples (runner/concurrent.py) add from threads
 
     def spent(self) -> float:
         now = self.clock()
@@ -69,10 +71,11 @@ class SweepBudget:
     def add(self, usd: float) -> None:
         if usd <= 0:
             return
-        self.mine += usd
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"usd": self.mine}))
-        os.replace(tmp, self.path)
+        with self._lock:
+            self.mine += usd
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"usd": self.mine}))
+            os.replace(tmp, self.path)
 
 
 def _read(path: Path) -> float:

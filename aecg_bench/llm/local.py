@@ -7,8 +7,9 @@ whole path runs offline with no key and no server.
 
 llama.cpp is not thread-safe, so calls are serialised per loaded model. Its
 thread count (generation and prompt evaluation alike) is the machine's cores
-shared out among the sweep's concurrent jobs (`aecg_bench.llm.threads`), so
-two jobs on two cores run one thread each, never four. GBNF grammars and
+shared out among the sweep's runs in flight (`aecg_bench.llm.threads`), asked
+again before every call: two runs on two cores run one thread each, never four,
+and a run left alone takes both. GBNF grammars and
 JSON-schema response formats constrain output, which is how a 135M model
 gives parseable actions.
 """
@@ -40,7 +41,7 @@ KNOWN_MODELS: dict[str, tuple[str, str, Reencoding | None]] = {
     ),
 }
 
-_models: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
+_models: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _models_lock = threading.Lock()
 # Free models before interpreter teardown: llama-cpp-python's finalizers fail noisily once
 # the modules they call into are gone.
@@ -64,7 +65,9 @@ def model_path(name: str) -> Path:
 def load(
     name: str, n_ctx: int = 4096, n_threads: object = "auto", ram_cache_mb: int = 512
 ) -> tuple[Any, threading.Lock]:
-    """The loaded model (once per process and setting) and the lock that serialises its use.
+    """The loaded model (once per process and setting) and the lock that serialises its use. It is
+    loaded with the threads `n_threads` gives now; a caller sets them again under the lock before
+    each call (`set_threads`), as the runs in flight change.
 
     Prompt evaluation dominates on CPU (about 260 tokens/s here), and agents
     of one team alternate with different system prompts, so a single KV prefix
@@ -72,7 +75,7 @@ def load(
     resume from its own last prompt (measured 3x faster on a two-agent loop).
     """
     threads = model_threads(n_threads)
-    key = (name, n_ctx, threads, ram_cache_mb)
+    key = (name, n_ctx, ram_cache_mb)
     with _models_lock:
         if key not in _models:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -91,6 +94,16 @@ def load(
             cache_prefixes(llm, ram_cache_mb)
             _models[key] = (llm, threading.Lock())
         return _models[key]
+
+
+def set_threads(llm: Any, threads: int) -> None:
+    """Generation and prompt-evaluation threads of a loaded model from its next decode on (a runtime
+    setting of the llama.cpp context: no reload, the KV cache stays)."""
+    if getattr(llm, "n_threads", None) == threads and getattr(llm, "n_threads_batch", None) == threads:
+        return
+    llm._ctx.set_n_threads(threads, threads)
+    llm.n_threads = llm.n_threads_batch = threads
+    llm.context_params.n_threads = llm.context_params.n_threads_batch = threads
 
 
 def cache_prefixes(llm: Any, ram_cache_mb: int, keep_logits: bool = False) -> None:
@@ -148,9 +161,8 @@ class LocalModelHandler(_handler_base()):  # type: ignore[misc]
         from litellm.types.utils import Choices, Message, Usage
 
         opts = dict(optional_params)
-        llm, lock = load(
-            model, int(opts.pop("n_ctx", 4096)), opts.pop("n_threads", "auto"), int(opts.pop("ram_cache_mb", 512))
-        )
+        n_threads = opts.pop("n_threads", "auto")
+        llm, lock = load(model, int(opts.pop("n_ctx", 4096)), n_threads, int(opts.pop("ram_cache_mb", 512)))
         call: dict[str, Any] = {
             "messages": _fit_context(llm, messages, opts.get("max_tokens", 512)),
             "temperature": opts.get("temperature", 0.0),
@@ -167,6 +179,7 @@ class LocalModelHandler(_handler_base()):  # type: ignore[misc]
             call["response_format"] = _llama_response_format(opts["response_format"])
         start = time.perf_counter()
         with lock:
+            set_threads(llm, model_threads(n_threads))  # the runs in flight now, not at load
             out = llm.create_chat_completion(**call)
         choice = out["choices"][0]
         usage = out.get("usage", {})

@@ -5,7 +5,9 @@ of what the memory method saw, so a resumed run restores the newest memory
 snapshot and replays the memory-side effect of every later record (its
 rollouts come from the stored trajectories; memory-side LLM calls hit the
 cache) before continuing with the first item not done. A kill -9 at any point
-loses at most the item in flight, which is then run again.
+loses at most the items in flight (one, or where samples are independent up to
+2 x the concurrency: runner/concurrent.py), which are then run again. Records
+are always committed in stream order.
 
 One deviation is inherent: an item that failed with an infra error is redone
 after the items that followed it, so its memory context includes them.
@@ -18,10 +20,11 @@ endpoint stays down past the outage window.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aecg_bench.audit import AuditLog
@@ -36,6 +39,7 @@ from aecg_bench.errors import (
 )
 from aecg_bench.llm.usage import UsageMeter
 from aecg_bench.results_format import TRAJECTORY_FORMAT
+from aecg_bench.runner import concurrent
 from aecg_bench.runner.build import RunPlan, environment_facts, load_start_state
 from aecg_bench.runner.execute import (
     ItemResult,
@@ -168,14 +172,23 @@ def _execute(
     )
     progress.seed_from(latest_by_position(records).values())
     n_records = len(records)
+    width = concurrent.width(services, cfg.runtime.concurrent_samples)
+    header["sample_concurrency"] = concurrent.describe(plan.stream, services, width)
+    rd.write_header(header)
     try:
-        for item in todo:
-            record = _run_item(plan, services, audit, rd, item, attempts[item.position] + 1, redact)
-            n_records += 1
-            if n_records % cfg.protocol.snapshot_every == 0 or _phase_ends(plan, item):
-                rd.write_snapshot(n_records, audit.seq, _state(services))
-            progress.update(record)
-            tracker.log(record)
+        for together, group in concurrent.segments(todo, services):
+            if together and width > 1 and len(group) > 1:
+                executed = _run_together(plan, services, group, width)
+            else:
+                executed = ((item, None) for item in group)
+            for item, done_ahead in executed:
+                attempt = attempts[item.position] + 1
+                record = _run_item(plan, services, audit, rd, item, attempt, redact, done_ahead)
+                n_records += 1
+                if n_records % cfg.protocol.snapshot_every == 0 or _phase_ends(plan, item):
+                    rd.write_snapshot(n_records, audit.seq, _state(services))
+                progress.update(record)
+                tracker.log(record)
         if todo:
             rd.write_snapshot(n_records, audit.seq, _state(services))
         final = summarise(rd, plan, header)
@@ -313,14 +326,55 @@ def _bind_memory_llm(services: Services, audit: AuditLog, item: StreamItem, seed
 
 
 def _run_item(
-    plan: RunPlan, services: Services, audit: AuditLog, rd: RunDir, item: StreamItem, attempt: int, redact: Redactor
+    plan: RunPlan,
+    services: Services,
+    audit: AuditLog,
+    rd: RunDir,
+    item: StreamItem,
+    attempt: int,
+    redact: Redactor,
+    ahead: concurrent.Executed | None = None,
 ) -> dict[str, Any]:
+    """Run one item (or take the result a worker ran ahead: `_run_together`) and commit it."""
     seed = item_seed(plan, item)
-    meter = UsageMeter()
+    meter = UsageMeter() if ahead is None else ahead.meter
     _bind_memory_llm(services, audit, item, seed, meter)
-    llm = services.llm.with_context(seed=seed, meter=meter)
-    started = time.time()
-    result = execute_item(services, item, seed, llm)
+    if ahead is None:
+        started = time.time()
+        result = execute_item(services, item, seed, services.llm.with_context(seed=seed, meter=meter))
+    else:
+        started, result = ahead.started, ahead.result
+        for event in ahead.events:  # where a sequential run would have recorded them
+            audit.record(**event)
+    return _commit(plan, services, rd, item, attempt, seed, result, meter, started, redact)
+
+
+def _run_together(
+    plan: RunPlan, services: Services, items: list[StreamItem], width: int
+) -> Iterator[tuple[StreamItem, concurrent.Executed]]:
+    """Independent items (runner/concurrent.py) run `width` at once; handed back in stream order."""
+    frozen = json.dumps(_state(services))
+
+    def run(worker: Services, item: StreamItem) -> concurrent.Executed:
+        context = {"position": item.position, "sample_id": item.sample.id, "phase": item.phase}
+        return concurrent.execute_on(worker, services, item, item_seed(plan, item), context)
+
+    return iter(concurrent.Ahead(items, width, lambda: concurrent.replica(plan.config, services, frozen), run))
+
+
+def _commit(
+    plan: RunPlan,
+    services: Services,
+    rd: RunDir,
+    item: StreamItem,
+    attempt: int,
+    seed: int,
+    result: ItemResult,
+    meter: UsageMeter,
+    started: float,
+    redact: Redactor,
+) -> dict[str, Any]:
+    """After an item ran: maintenance when due, then its trajectory, then its record (the commit point)."""
     maintain_round, maintain_error = None, ""
     maintain_meter = UsageMeter()  # a round's calls, also in the item's usage: the cost model prices rounds apart
     every = plan.config.protocol.maintain_every

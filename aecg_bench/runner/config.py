@@ -111,6 +111,8 @@ class RuntimeConfig(_Strict):
     allow_config_change: bool = False
     fsync: bool = True
     log_level: str = "INFO"
+    # samples of a frozen or memory-free phase run at once (runner/concurrent.py); None: the models' max_concurrency
+    concurrent_samples: int | None = Field(None, ge=1)
 
 
 class RunConfig(_Strict):

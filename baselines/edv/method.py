@@ -133,6 +133,7 @@ class EDVMemory(MemoryMethod):
     name = "edv"
     paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "2"  # 2: executors read memory while constructing by default (epochs as ReasoningBank's)
+    pure_recall = True  # recall reads the banks; solve's per-task attributes are per replica (runner/concurrent.py)
     Params = EDVParams
     params: EDVParams
 

@@ -67,6 +67,7 @@ class AbilityRouter(MemoryMethod):
     name = "router"
     paper_protocol = "build_then_freeze"  # sec. 5.1: construct on the train split, evaluate frozen
     version = "2"  # 2: learns from EDV's assignment and its distiller's assessment (was: every model, labels)
+    pure_recall = True  # routing only reads the ability matrix (runner/concurrent.py)
     Params = RouterParams
     params: RouterParams
 

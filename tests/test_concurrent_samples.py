@@ -1,0 +1,155 @@
+"""Concurrent samples where memory is frozen or absent (issue 32, runner/concurrent.py): the same records,
+trajectories and audit lines as a sequential run, in stream order; samples overlap only where the
+protocol makes them independent; a kill -9 mid-run resumes to the same records."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, compose
+
+from aecg_bench.run import run_from_config
+from aecg_bench.runner import concurrent
+from aecg_bench.runner.identity import results_dir_of
+from aecg_bench.testing.fake_server import FakeOpenAIServer
+
+EDV = [
+    "benchmark=toy_tools",
+    "model=edv_pool_mock",
+    "seed=1",
+    "protocol.mode=build_then_freeze",
+    "benchmark.params.train_size=4",
+    "benchmark.params.size=8",
+]
+TIMING = ("started_at", "seconds")
+
+
+def _run(root: Path, *args: str) -> tuple[dict, list[dict], list[str], list[dict]]:
+    """(final header, records without timing, audit lines, trajectories) of one run."""
+    final = run_from_config(compose(list(args), root))
+    run_dir = results_dir_of(final)
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    records = [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
+    audit = (run_dir / "memory" / "audit.jsonl").read_text().splitlines() if (run_dir / "memory" / "audit.jsonl").exists() else []  # fmt: skip
+    trajectories = []
+    for path in sorted((run_dir / "trajectories").glob("*.json.gz")):
+        with gzip.open(path, "rt") as fh:
+            trajectories.append(json.load(fh))
+    return final, records, audit, trajectories
+
+
+@pytest.mark.parametrize(
+    "memory", [["memory=edv", "memory.params.ability_from=labels"], ["memory=judge"], ["memory=router"]]
+)
+def test_a_concurrent_frozen_phase_writes_what_a_sequential_run_writes(tmp_path, memory):
+    seq = _run(tmp_path / "seq", *EDV, *memory, "runtime.concurrent_samples=1")
+    par = _run(tmp_path / "par", *EDV, *memory, "runtime.concurrent_samples=4")
+    assert seq[0]["sample_concurrency"]["phases"]["eval"] == 1
+    assert par[0]["sample_concurrency"]["phases"]["eval"] == 4  # the frozen test phase ran 4 at once
+    assert [r["position"] for r in par[1]] == list(range(len(par[1])))  # committed in stream order
+    assert par[1] == seq[1]  # same records (usage, scores, memory stats, recalled ids) in the same order
+    assert par[2] == seq[2]  # the same audit lines, numbered alike (the Judge's adjudications among them)
+    assert par[3] == seq[3]
+    assert par[0]["status"] == "complete" and par[0]["counts"] == seq[0]["counts"]
+
+
+def test_online_learning_stays_sequential_and_run_json_says_why(tmp_path):
+    final = run_from_config(compose(["model=mock", "benchmark=toy", "memory=recorder", "framework=single"], tmp_path))
+    said = final["sample_concurrency"]
+    assert said["phases"] == {"eval": 1} and "recorder" in said["why"]
+    final = run_from_config(
+        compose(["model=mock", "benchmark=toy", "memory=no_memory", "framework=agentnet"], tmp_path)
+    )
+    assert final["sample_concurrency"]["phases"] == {"eval": 1}  # AgentNet adapts across tasks
+    assert "adapts" in final["sample_concurrency"]["why"]
+    final = run_from_config(compose(["model=mock", "benchmark=toy", "memory=reasoningbank"], tmp_path))
+    assert final["sample_concurrency"]["phases"] == {"eval": 1}  # online: memory learns from each sample
+    assert "learn" in final["sample_concurrency"]["why"]
+
+
+def _max_overlap(arrivals: list[float], latency: float) -> int:
+    """Most requests a server with this fixed latency held at once, from their arrival times."""
+    arrivals = sorted(arrivals)
+    return max((sum(1 for b in arrivals if a <= b < a + latency * 0.9) for a in arrivals), default=0)
+
+
+SERVED = [
+    "model=server",
+    "framework=single",
+    "benchmark=toy",
+    "benchmark.params.size=12",
+    "benchmark.params.length=1000",
+    "benchmark.params.max_steps=2",
+    "protocol.max_invalid_actions=10",
+    "runtime.cache.mode=off",
+]
+
+
+@pytest.mark.parametrize(("memory", "overlap"), [("no_memory", 4), ("recorder", 1)])
+def test_samples_overlap_at_the_server_only_where_memory_is_absent(tmp_path, monkeypatch, memory, overlap):
+    latency = 0.15
+    with FakeOpenAIServer(lambda m: "move right", latency_s=latency) as server:
+        monkeypatch.setenv("AECG_API_BASE", server.base_url)
+        monkeypatch.setenv("AECG_SERVER_MODEL", "fake-model")
+        final = run_from_config(
+            compose([*SERVED, f"memory={memory}", "model.models.served.max_concurrency=4"], tmp_path)
+        )
+    assert final["status"] == "complete" and final["usage"]["total"]["calls"] == 24
+    assert _max_overlap(server.arrivals, latency) == overlap  # the model's max_concurrency, or one at a time
+
+
+def test_a_workers_error_is_raised_where_its_item_is_committed():
+    items = list(range(8))
+
+    def run(worker: object, item: int) -> concurrent.Executed:
+        if item == 3:
+            raise RuntimeError("sample 3 broke")
+        return concurrent.Executed(result=item, meter=None, started=0.0)  # type: ignore[arg-type]
+
+    seen = []
+    with pytest.raises(RuntimeError, match="sample 3 broke"):
+        for item, done in concurrent.Ahead(items, 3, object, run):  # type: ignore[arg-type]
+            seen.append((item, done.result))
+    assert seen == [(0, 0), (1, 1), (2, 2)]  # in order; nothing after the failing one is committed
+
+
+@pytest.mark.slow  # a CLI run killed with SIGKILL, then resumed
+def test_a_concurrent_run_killed_with_sigkill_resumes_to_the_same_records(tmp_path):
+    args = [*SERVED, "memory=no_memory", "benchmark.params.size=16", "model.models.served.max_concurrency=4"]
+    cli = [sys.executable, "-m", "aecg_bench.run", "runtime.progress=false", "embedder.backend=lexical", *args]
+    with FakeOpenAIServer(lambda m: "move right", latency_s=0.3) as server:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "AECG_API_BASE": server.base_url, "AECG_SERVER_MODEL": "m"}
+        clean = tmp_path / "clean"
+        subprocess.run(
+            [*cli, f"runtime.results_root={clean}", "runtime.concurrent_samples=1"], env=env, cwd=REPO, check=True
+        )  # fmt: skip
+        killed = tmp_path / "killed"
+        proc = subprocess.Popen([*cli, f"runtime.results_root={killed}"], env=env, cwd=REPO, start_new_session=True)
+        samples = None
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            found = list(killed.rglob("samples.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= 5:
+                samples = found[0]
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert samples is not None, "the run never wrote five records"
+        cut = len(samples.read_text().splitlines())
+        assert cut < 16  # killed mid-run
+        subprocess.run([*cli, f"runtime.results_root={killed}"], env=env, cwd=REPO, check=True)
+
+    def records(root: Path) -> list[dict]:
+        lines = next(root.rglob("samples.jsonl")).read_text().splitlines()
+        return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
+
+    assert records(killed) == records(clean)  # every item once, in order, as the sequential run wrote it
