@@ -76,7 +76,7 @@ def test_samples_carry_no_procedure_in_their_public_task_and_vary_within_a_famil
 
 
 def test_drift_changes_procedures_after_its_point_in_the_test_stream_only():
-    b = bench(size=40, drift_at=0.5, drift_fraction=1.0)
+    b = bench(size=40, drift_at=0.5, drift_fraction=1.0, drift_among="all")
     test = b.samples("test")
     assert not any(s.gold["drifted"] for s in test[:20]) and all(s.gold["drifted"] for s in test[20:])
     assert not any(s.gold["drifted"] for s in b.samples("train"))
@@ -85,6 +85,25 @@ def test_drift_changes_procedures_after_its_point_in_the_test_stream_only():
         f = fam[s.gold["device"]]
         assert tuple(s.gold["procedure"]) == f.procedure(s.task.metadata["team"], True)
         assert tuple(s.gold["procedure"]) != f.procedure(s.task.metadata["team"], False)
+
+
+def test_drifting_families_are_drawn_among_the_common_ones_unless_told_otherwise():
+    """By default a rare family never drifts (it would have almost no tasks after the drift point);
+    the default world's drifting family recurs on both sides of the drift point."""
+    for seed in range(20):
+        world = make_world(ProceduresParams(generator_seed=seed, families=6, rare_fraction=0.34, drift_fraction=0.5))
+        assert sum(bool(f.drifted) for f in world) == 3 and not any(f.rare and f.drifted for f in world)
+    # asked for more drifting families than there are common ones: every common one drifts, no rare one
+    world = make_world(ProceduresParams(families=4, rare_fraction=0.5, drift_fraction=1.0))
+    assert [bool(f.drifted) for f in world] == [not f.rare for f in world]
+    world = make_world(ProceduresParams(families=4, rare_fraction=0.5, drift_fraction=1.0, drift_among="all"))
+    assert all(f.drifted for f in world) and sum(f.rare for f in world) == 2
+    b = bench()
+    drifting = [f.name for f in b.world if f.drifted]
+    assert len(drifting) == 1 and not next(f for f in b.world if f.drifted).rare
+    stream = [s for s in b.samples("test") if s.gold["device"] == drifting[0]]
+    before, after = sum(not s.gold["drifted"] for s in stream), sum(s.gold["drifted"] for s in stream)
+    assert before >= 4 and after >= 4, (before, after)
 
 
 def test_rare_families_recur_less_often():
@@ -141,6 +160,7 @@ def test_the_data_hash_and_backends_name_the_world():
     a, b = bench(), bench(generator_seed=1)
     assert a.data_hashes() != b.data_hashes() and a.data_hashes() == bench().data_hashes()
     assert bench(drift_at=0.6).data_hashes() != a.data_hashes()
+    assert bench(drift_among="all").data_hashes() != a.data_hashes()
     assert a.describe_backends()["procedures"]["chance_rate"] == pytest.approx(1 / 9)
 
 
