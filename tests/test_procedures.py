@@ -9,7 +9,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-import baseline_mocks  # noqa: F401 (registers the `baselines_memory` mock policy)
+import baseline_mocks as bm  # registers the `baselines_memory` mock policy
 import pytest
 import yaml
 from conftest import REPO
@@ -315,6 +315,52 @@ def test_the_memory_side_grammars_describe_what_their_parsers_read():
     assert parse_items(reply)[0].content == "Enter 317 then 582."
     assert items_grammar(3).startswith("root ::= item item? item?")
     assert _STATUS.findall("Thoughts: done\nStatus: SUCCESS") == ["SUCCESS"]
+
+
+def test_conmem_extraction_and_merge_carry_their_card_grammars_and_a_reply_in_that_shape_is_admitted():
+    """The embedded model's reply under the grammar (the prompt's placeholders, copied, each string cut at
+    `grammar_max_chars`) parses into a card and is admitted; a model without grammars gets none."""
+    from llama_cpp import LlamaGrammar
+
+    from aecg_bench.llm.mock import register_mock_policy
+    from baselines.conmem import prompts as CP
+
+    for grammar in (CP.cards_grammar(), CP.cards_grammar(3, 80), CP.merged_card_grammar()):
+        LlamaGrammar.from_string(grammar, verbose=False)
+    assert "{1,40}" in CP.cards_grammar() and "{1,80}" in CP.cards_grammar(3, 80)
+    assert 'card ("," ws card){0,2}' in CP.cards_grammar(3) and "ws card)" not in CP.cards_grammar()
+    reply = (
+        '[{ "structured_content": { "state": "general problem type", "plan": "reusable strategy or step '
+        'structure", "eval": "transferable evaluation criteria, fail-s" }, "trigger_semantics": ["when to use this '
+        'card", "another activation phrase"], "summary": "one-sentence reusable pattern", "evidence": "outcome: '
+        'success" }]'
+    )
+    seen: list[Request] = []
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        seen.append(request)
+        system = str(request.messages[0]["content"])
+        return reply if system == CP.EXTRACT_SYSTEM else bm.memory_policy(request, spec)
+
+    register_mock_policy("procedures_conmem_grammar", policy)
+    for capable in (True, False):
+        seen.clear()
+        services = bm.services(policy="procedures_conmem_grammar")
+        services.llm.models["mock"] = services.llm.models["mock"].model_copy(update={"grammar": capable})
+        memory = registry.build("memory", "conmem", {"merge_every": 1}, services=services)
+        for i in range(3):
+            memory.observe(bm.episode(bm.SORT, f"t{i}", True))
+            memory.maintain(i + 1)
+        extract = [r for r in seen if r.messages[0]["content"] == CP.EXTRACT_SYSTEM]
+        merge = [r for r in seen if r.messages[0]["content"] == CP.MERGE_SYSTEM]
+        assert len(extract) == 3
+        if capable:
+            assert all(r.params["grammar"] == CP.cards_grammar(1, 40) for r in extract)
+            assert merge and all(r.params["grammar"] == CP.merged_card_grammar(40) for r in merge)
+        else:
+            assert not any("grammar" in r.params for r in seen)
+        admitted = [e for e in memory.audit.events if e["event"] == "admit"]
+        assert admitted and admitted[0]["summary"] == "one-sentence reusable pattern"
 
 
 def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_events(make_config, tmp_path):
