@@ -293,14 +293,42 @@ def test_the_edv_contamination_smoke_injects_the_procedures_items_into_a_filled_
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=procedures", "arm=rb_contaminated_b3"
     )
     params = raw["benchmark"]["params"]
-    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (24, 12, 24)
-    # 10 % of entries injected: the 10th build task's entry, so the bank holds nine real entries first
+    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (24, 36, 36)
+    # 10 % of entries injected: the 10th, 20th and 30th build tasks' entries, after nine real entries
     items = load_items(items_path(raw["memory"]["params"]["items_file"]))
     assert [i.content for i in items] == [i["content"] for i in poisoned_items(ProceduresParams())]
     toy = make_config(
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=toy_tools", "arm=rb_contaminated_b3"
     )
     assert toy["memory"]["params"]["items_file"] is None and toy["benchmark"]["params"]["size"] == 2
+
+
+@pytest.mark.slow
+def test_in_the_edv_contamination_smoke_a_test_task_recalls_an_injected_entry(make_config):
+    """EDV's contamination smoke on procedures with the scripted pool and the run's default embedder
+    (MiniLM): three injected entries among 36 and at least one test task recalls one (the embedded
+    model's run recalls the same entry: docs/benchmarks/procedures.md)."""
+    raw = make_config(
+        "experiment=edv_contamination",
+        "preset=edv_smoke",
+        "benchmark=procedures",
+        "arm=rb_contaminated_b3",
+        "model=edv_pool_mock",
+        "embedder.backend=minilm",
+    )
+    final = run_from_config(raw)
+    assert final["status"] == "complete", final.get("failures")
+    rd = _rundir(final)
+    events = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
+    injected = {e["memory_id"] for e in events if e.get("origin") == "contamination"}
+    real = [e for e in events if e["event"] == "admit" and e.get("origin") != "contamination"]
+    assert len(injected) == 3 and len(real) == 33
+    recalled = [
+        r
+        for r in rd.records()
+        if r["phase"] == "eval" and {i.rsplit("-", 1)[0] for i in r["recalled_memory_ids"]} & injected
+    ]
+    assert recalled, "no test task recalled an injected entry"
 
 
 def test_the_memory_side_grammars_describe_what_their_parsers_read():
