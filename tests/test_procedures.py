@@ -409,6 +409,70 @@ def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_eve
     assert script.report(tmp_path / "nothing", "no_memory") == [f"no procedures runs under {tmp_path / 'nothing'}"]
 
 
+# Table 2's smoke on procedures with the scripted mock (AgentNet, its 32-task limit, maintenance after every
+# task): a world where every family gets early successes (two codes, two steps: chance 1/4), so skills form
+# before the drift point and stale ones fail after it; the drift gate's documented floor (ours; as in
+# test_aecg_end_to_end) lets 32 tasks reach reviews (with the paper's floor-free rule even 96 tasks review
+# nothing: no skill here has the long good history that rule compares against).
+TABLE2_MOCK = [
+    "framework=agentnet",
+    "benchmark=procedures",
+    "benchmark.params.controls=2",
+    "benchmark.params.length=2",
+    "protocol.limit=32",
+    "protocol.maintain_every=1",
+    "model=mock_aecg",
+    "memory.params.drift.reliability_floor=0.6",
+]
+TABLE2_ABLATIONS = ["aecg_flat_scope", "aecg_no_replay_gate", "aecg_no_governance", "aecg_cumulative_only"]
+
+
+@pytest.fixture(scope="module")
+def table2_mock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest import compose
+
+    root = tmp_path_factory.mktemp("table2") / "results"
+    for memory in ["aecg", *TABLE2_ABLATIONS]:
+        final = run_from_config(compose([*TABLE2_MOCK, f"memory={memory}"], root))
+        assert final["status"] == "complete", final.get("failures")
+    return root
+
+
+def _events(root: Path, memory: str) -> Counter[str]:
+    path = next(p for p in root.rglob("audit.jsonl") if f"/{memory}/" in str(p))
+    return Counter(json.loads(line)["event"] for line in path.read_text().splitlines())
+
+
+def test_the_scope_replay_gate_governance_and_drift_ablations_change_aecgs_audit_events_on_procedures(
+    table2_mock,
+):
+    full = _events(table2_mock, "aecg")
+    assert full["promotion"] >= 3 and full["review"] >= 1 and full["replay"] >= 1  # governance has work to do
+    for ablation in TABLE2_ABLATIONS:
+        assert _events(table2_mock, ablation) != full, ablation
+    flat, gateless = _events(table2_mock, "aecg_flat_scope"), _events(table2_mock, "aecg_no_replay_gate")
+    idle, cumulative = _events(table2_mock, "aecg_no_governance"), _events(table2_mock, "aecg_cumulative_only")
+    assert flat["belief_update"] != full["belief_update"]  # objects recalled (and credited) across levels
+    assert gateless["activation"] >= 1 and full["activation"] == 0  # candidates go live unreplayed
+    assert idle["review_round"] == idle["review"] == idle["replay"] == 0 and idle["promotion"] >= 1
+    assert cumulative["review"] != full["review"]  # degradation judged on the slow belief alone
+
+
+def test_the_report_script_tabulates_audit_events_per_ablation(table2_mock):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("procedures_report", REPO / "scripts" / "procedures_report.py")
+    script = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(script)
+    lines = script.ablation_table(table2_mock)
+    assert lines[0] == "framework agentnet:" and "| differs from aecg |" in lines[2]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[4:]}
+    assert set(rows) == {"aecg", *TABLE2_ABLATIONS} and rows["aecg"].endswith("| - |")
+    assert "review_round" in rows["aecg_no_governance"].rsplit(" | ", 1)[1]
+    assert not any(rows[a].endswith("| nothing |") for a in TABLE2_ABLATIONS)
+
+
 @pytest.mark.slow
 def test_with_the_embedded_model_aecg_stores_recalls_and_uses_experience_on_procedures(make_config):
     """SmolLM2-135M, the smoke preset's caps, a world with chance 1/2 (two codes, one step) so that a
