@@ -215,13 +215,12 @@ class ProceduresEnv(Environment):
         self.reset()
 
     def reset(self) -> Observation:
-        self.done, self.unlocked, self.progress, self.steps, self.invalid = False, False, 0, 0, 0
+        self.done, self.unlocked, self.progress, self.invalid = False, False, 0, 0
         return Observation(f"The {self.device} is locked. Step 1 of {len(self.procedure)}.")
 
     def step(self, action: Action) -> Observation:
         if self.done:
             return Observation(f"The {self.device} does not respond any more.", done=True, valid=False)
-        self.steps += 1
         cmd = " ".join(action.text.lower().split()).rstrip(".")
         if cmd not in self.panel:
             self.invalid += 1
@@ -278,10 +277,6 @@ def poisoned_items(p: ProceduresParams) -> list[dict[str, str]]:
 _TASK = re.compile(r"Unlock the (.+?) in the ")
 _HINT = re.compile(re.escape(HINT) + r"(.+)")
 _STEP = re.compile(r"Step (\d+) of \d+\.")
-
-
-def is_procedures_prompt(text: str) -> bool:
-    return HINT in text
 
 
 def mock_copier(request: Request, spec: ModelSpec) -> str:
