@@ -494,3 +494,15 @@ def test_with_the_embedded_model_aecg_stores_recalls_and_uses_experience_on_proc
     events = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
     assert any(e["event"] == "memory_created" for e in events)
     assert any(e["event"] == "observe" and e["used"] for e in events)
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_conmem_admits_cards_and_recalls_them_on_procedures(make_config):
+    """SmolLM2-135M under the smoke preset's 96-token cap: with its card grammar every extraction parses
+    (before it, none did), cards are admitted and later tasks recall them."""
+    final = run_from_config(make_config("preset=smoke", "benchmark=procedures", "protocol.limit=4", "memory=conmem"))
+    assert final["status"] == "complete", final.get("failures")
+    rd = _rundir(final)
+    events = Counter(json.loads(line)["event"] for line in rd.audit_file.read_text().splitlines())
+    assert events["admit"] >= 3 and events["skip"] == 0, events
+    assert sum(bool(r["recalled_memory_ids"]) for r in rd.records()) >= 2
