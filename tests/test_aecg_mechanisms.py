@@ -145,7 +145,9 @@ def test_rq4_exposure_aware_review_covers_more_polluted_exposure_than_random(tmp
         for r in aware:
             top = max((q for q in r["qualified"] if q["qualified"]), key=lambda q: q["severity"])["skill"]
             assert r["selected"] == [top], (seed, r["position"])
-        differs += sum(a["selected"] != b["selected"] for a, b in zip(aware, rand, strict=False))  # rounds with a selection
+        differs += sum(
+            a["selected"] != b["selected"] for a, b in zip(aware, rand, strict=False)
+        )  # rounds with a selection
     assert differs >= 1
     # the protocol's precondition, in every variant and seed: more qualified candidates than budget (1) in both rounds
     assert min(v for (q, _), vs in m.items() if q == "qualified_in_first_two_rounds_min" for v in vs) >= 2
