@@ -359,7 +359,7 @@ def skills(root: Path, run_id: str) -> dict[str, Any]:
                 "name": ((skill.get("content") or {}).get("name")),
             }
         )
-    return {"run": run_id, "skills": rows, "problems": [problem] if problem and state is None else []}
+    return {"run": run_id, "skills": rows, "problems": [problem] if problem else []}
 
 
 def _beta_mean(params: Any) -> float | None:
