@@ -855,7 +855,7 @@ def _api(base: str, route: str, **params: object) -> tuple[int, object]:
 
 
 def _same(value: object) -> object:
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(json.dumps(value))
 
 
 def test_each_api_route_answers_what_its_reader_returns(site, root):
@@ -940,3 +940,11 @@ def test_the_server_binds_loopback_and_does_not_wait_for_open_connections_on_exi
     finally:
         srv.server_close()
     assert server._inside(STATIC, "") is None and server._inside(STATIC, "app.js") == STATIC / "app.js"
+
+
+def test_an_event_kind_that_is_not_a_string_is_counted_by_its_text(tmp_path):
+    run = make_run(tmp_path)
+    _lines(run / "memory" / "audit.jsonl", [{"event": 3, "position": 0}, {"event": "3", "position": 0}, A1])
+    tl = data.timeline(run)
+    assert tl["rows"][0]["events"] == {"3": 2, "memory_created": 1}
+    assert (tl["event_kinds"], tl["totals"]) == (["3", "memory_created"], {"3": 2, "memory_created": 1})

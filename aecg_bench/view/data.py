@@ -84,11 +84,12 @@ def _jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         try:
             obj = json.loads(raw)
+            if isinstance(obj, dict):
+                rows.append(obj)
+                continue
         except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            rows.append(obj)
-        elif i < len(lines):  # the last element has no newline: a write in progress
+            pass
+        if i < len(lines):  # the last element has no newline: a write in progress
             problems.append(f"{path.name} line {i} is not a JSON record (skipped)")
     return rows, problems
 

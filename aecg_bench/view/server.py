@@ -80,7 +80,7 @@ def make_handler(root: Path) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _send(self, status: HTTPStatus, payload: Any) -> None:
-            body = json.dumps(payload, default=str).encode()
+            body = json.dumps(payload).encode()  # the readers return what JSON files held
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Cache-Control", "no-store")  # a run in progress changes
