@@ -179,6 +179,7 @@ def make_run(root: Path, rel: str = RUN, header: dict | None = None) -> Path:
     (run / "run.json").write_text(json.dumps(HEADER if header is None else header))
     _lines(run / "samples.jsonl", RECORDS_IN_FILE)
     _lines(run / "memory" / "audit.jsonl", AUDIT)
+    _snapshot(run, 1, {"store": {}})
     _snapshot(run, 2, {"store": {"skills": [{**SKILL_1, "uses": 1}]}})
     _snapshot(run, 4, STATE)
     (run / "memory" / "snapshot-000004.json.damaged").write_text("{}")  # set aside by the runner: not read
@@ -515,6 +516,10 @@ def test_the_memo_parses_a_file_once_until_it_changes(tmp_path):
     f.write_text("three")  # a new size, the same mtime
     os.utime(f, ns=(stamp, stamp))
     assert memo.get(f, parse) == "three" and seen == ["one", "two", "three"]
+    twin = tmp_path / "twin.txt"  # another file of the same size and mtime: its own entry
+    twin.write_text("THREE")
+    os.utime(twin, ns=(stamp, stamp))
+    assert memo.get(twin, parse) == "THREE" and memo.get(f, parse) == "three"
     missing = tmp_path / "missing"
 
     def exists(path: Path) -> bool:
@@ -725,6 +730,7 @@ def test_skills_show_scope_status_uses_and_the_means_of_their_beliefs(root):
         ({"alpha": 1, "beta": 2}, 0.3333),
         ({"alpha": 2.0, "beta": 1.0}, 0.6667),
         ({"alpha": 0, "beta": 5}, 0.0),
+        ({"alpha": 2, "beta": 2}, 0.5),
         ({"alpha": 0, "beta": 0}, None),
         ({"alpha": "1", "beta": 1}, None),
         ({"alpha": 1, "beta": None}, None),

@@ -160,7 +160,7 @@ def run_summary(root: Path, run_dir: Path) -> dict[str, Any]:
         scored = [r for r in records if r.get("phase") == "eval" and r.get("success") is not None]
         done = len(records)
         rate = (sum(bool(r["success"]) for r in scored) / len(scored)) if scored else None
-        cost = sum(float(((r.get("usage") or {}).get("total") or {}).get("cost", 0.0) or 0.0) for r in records)
+        cost = sum(float(((r.get("usage") or {}).get("total") or {}).get("cost") or 0.0) for r in records)
     return {
         "id": str(run_dir.relative_to(root)),
         **{k: labels.get(k) for k in ("experiment", "benchmark", "framework", "memory", "model", "seed")},
@@ -228,12 +228,13 @@ def _snapshot_state(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     snaps = sorted((run_dir / "memory").glob("snapshot-*.json"))
     if not snaps:
         return None, "no memory snapshot yet"
-    value, problem = MEMO.get(snaps[-1], _json)
+    latest = snaps[-1]
+    value, problem = MEMO.get(latest, _json)
     if problem:
         return None, problem
     state = value.get("state") if isinstance(value, dict) else None
     if not isinstance(state, dict):
-        return None, f"{snaps[-1].name} holds no memory state"
+        return None, f"{latest.name} holds no memory state"
     return state.get("memory"), None
 
 
@@ -324,7 +325,7 @@ def memory_item(root: Path, run_id: str, item_id: str) -> dict[str, Any]:
         if item_id in (r.get("recalled_memory_ids") or [])
     ]
     state, snap_problem = _snapshot_state(run_dir)
-    found = _find_in_state(state, item_id) if state is not None else None
+    found = _find_in_state(state, item_id)
     origin = about[0] if about else None
     return {
         "run": run_id,
