@@ -15,7 +15,7 @@ from aecg_bench.benchmarks.toy import _OBS, ToyBenchmark, mock_oracle
 from aecg_bench.contracts import MemoryServices
 from aecg_bench.llm.client import LLMClient
 from aecg_bench.llm.embeddings import Embedder
-from aecg_bench.llm.mock import last_text, register_mock_policy
+from aecg_bench.llm.mock import last_text, register_mock_policy, route_reply
 from aecg_bench.llm.providers import Request
 from aecg_bench.llm.spec import ModelSpec
 from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Sample, Task, Trajectory
@@ -107,7 +107,7 @@ def drift_policy(request: Request, spec: ModelSpec) -> str:
     if INTERRUPT["after"] is not None and INTERRUPT["calls"] >= INTERRUPT["after"]:
         INTERRUPT["after"] = None
         raise KeyboardInterrupt
-    answer = memory_answer(request, spec)
+    answer = memory_answer(request, spec) or route_reply(request)  # AgentNet's routers keep their tasks
     if answer is not None:
         return answer
     system = str(request.messages[0]["content"])

@@ -243,7 +243,9 @@ def test_every_framework_and_memory_method_runs_procedures_with_the_mock_model(m
     )
     assert final["status"] == "complete", final.get("failures")
     records = _rundir(final).records()
-    assert len(records) >= 6 and all(r["status"] in ("ok", "limit_exceeded") for r in records)
+    assert len(records) >= 6 and all(r["status"] in ("ok", "limit_exceeded") for r in records), [
+        (r["status"], r.get("error")) for r in records
+    ]
     if memory not in ("no_memory", "judge", "router"):  # methods whose memory reaches agents' prompts
         assert any(r["recalled_memory_ids"] for r in records if r["phase"] == "eval")
 

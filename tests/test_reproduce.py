@@ -44,7 +44,10 @@ def test_tiny_sweep_renders_every_cell_and_resumes(tmp_path):
     assert len(runs) == 16  # 2 frameworks x 2 benchmarks x 2 memories x 2 seeds
     env = json.loads((runs[0] / "run.json").read_text())["environment"]
     assert env["concurrent_jobs"] == 2  # the launcher's n_jobs reached the run: model threads share the cores
-    assert env["embedded_model_threads"] == max(len(os.sched_getaffinity(0)) // 2, 1)
+    # threads follow the runs in flight (llm/threads.py): a run that starts while its peer runs gets its
+    # share of the cores, one that starts alone gets them all, never more (tests/test_threads.py pins the rule)
+    cores = len(os.sched_getaffinity(0))
+    assert max(cores // 2, 1) <= env["embedded_model_threads"] <= cores
 
     table = subprocess.run(
         [sys.executable, "scripts/make_table1.py", str(root / "aecg_table1")],

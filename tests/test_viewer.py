@@ -344,7 +344,7 @@ def test_the_page_shows_the_mechanism_runs_and_a_damaged_run_without_a_stack_tra
 def test_the_audit_log_filters_by_event_kind(results):
     events = _audit(results / AECG)
     kind = events[-1]["event"]
-    log = data.audit(results, AECG, kind)
+    log = data.audit(results, AECG, kind, 500)
     assert log["total"] == sum(e["event"] == kind for e in events) and {e["event"] for e in log["events"]} == {kind}
     assert data.audit(results, AECG, "", limit=3)["events"] == events[:3]
 

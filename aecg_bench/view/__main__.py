@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.results} is not a folder; pass a results folder (e.g. results/aecg_table1-smoke)")
         return 2
     try:
-        server = serve(args.results, args.host, args.port)
+        server = serve(args.results, args.port, args.host)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; pick another --port")
         return 2

@@ -45,19 +45,20 @@ RECORD_FIELDS = (
 
 
 class _Memo:
-    """Parsed files keyed by (path, size, mtime_ns): a file is read again only when it changed."""
+    """Parsed files keyed by (path, parser) and stamped with (size, mtime_ns): a file is parsed again
+    only when it changed. Parsers are module-level functions, so each has one key per file."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._items: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
+        self._items: dict[tuple[str, Callable[[Path], Any]], tuple[tuple[int, int], Any]] = {}
 
-    def get(self, path: Path, kind: str, parse: Callable[[Path], Any]) -> Any:
+    def get(self, path: Path, parse: Callable[[Path], Any]) -> Any:
         try:
             st = path.stat()
         except OSError:
             return parse(path)
         stamp = (st.st_size, st.st_mtime_ns)
-        key = (str(path), kind)
+        key = (str(path), parse)
         with self._lock:
             hit = self._items.get(key)
         if hit and hit[0] == stamp:
@@ -83,11 +84,12 @@ def _jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         try:
             obj = json.loads(raw)
+            if isinstance(obj, dict):
+                rows.append(obj)
+                continue
         except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            rows.append(obj)
-        elif i < len(lines):  # the last element has no newline: a write in progress
+            pass
+        if i < len(lines):  # the last element has no newline: a write in progress
             problems.append(f"{path.name} line {i} is not a JSON record (skipped)")
     return rows, problems
 
@@ -103,34 +105,36 @@ def _json(path: Path) -> tuple[Any, str | None]:
 
 
 def run_path(root: Path, run_id: str) -> Path:
-    """The run folder for an id, refusing ids that leave the results root."""
-    path = (root / run_id).resolve()
-    if root.resolve() not in path.parents or not (path / RUN_JSON).exists():
+    """The run folder for an id, refusing ids that leave the results root ("." when the root is a run)."""
+    base, path = root.resolve(), (root / run_id).resolve()
+    if (path != base and base not in path.parents) or not (path / RUN_JSON).exists():
         raise KeyError(run_id)
     return path
 
 
+def _latest(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    rows, problems = _jsonl(path)
+    latest: dict[int, dict[str, Any]] = {}
+    for rec in rows:
+        pos = rec.get("position")
+        if not isinstance(pos, int):
+            problems.append(f"{path.name}: a record without a position (skipped)")
+            continue
+        if pos not in latest or rec.get("attempt", 0) >= latest[pos].get("attempt", 0):
+            latest[pos] = rec
+    return [latest[p] for p in sorted(latest)], problems
+
+
 def latest_records(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The last attempt of every stream position, in stream order."""
-
-    def parse(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-        rows, problems = _jsonl(path)
-        latest: dict[int, dict[str, Any]] = {}
-        for rec in rows:
-            pos = rec.get("position")
-            if not isinstance(pos, int):
-                problems.append(f"{path.name}: a record without a position (skipped)")
-                continue
-            if pos not in latest or rec.get("attempt", 0) >= latest[pos].get("attempt", 0):
-                latest[pos] = rec
-        return [latest[p] for p in sorted(latest)], problems
-
-    return MEMO.get(run_dir / SAMPLES, "records", parse)
+    """The last attempt of every stream position, in stream order (of equal attempts, the later line)."""
+    return MEMO.get(run_dir / SAMPLES, _latest)
 
 
 def _header(run_dir: Path) -> tuple[dict[str, Any], str | None]:
-    value, problem = MEMO.get(run_dir / RUN_JSON, "header", _json)
-    return (value if isinstance(value, dict) else {}), problem or (None if isinstance(value, dict) else "run.json")
+    value, problem = MEMO.get(run_dir / RUN_JSON, _json)
+    if problem or isinstance(value, dict):
+        return value or {}, problem
+    return {}, f"{RUN_JSON} is not a JSON object"
 
 
 def _preset(header: dict[str, Any]) -> str:
@@ -156,7 +160,7 @@ def run_summary(root: Path, run_dir: Path) -> dict[str, Any]:
         scored = [r for r in records if r.get("phase") == "eval" and r.get("success") is not None]
         done = len(records)
         rate = (sum(bool(r["success"]) for r in scored) / len(scored)) if scored else None
-        cost = sum(float(((r.get("usage") or {}).get("total") or {}).get("cost", 0.0) or 0.0) for r in records)
+        cost = sum(float(((r.get("usage") or {}).get("total") or {}).get("cost") or 0.0) for r in records)
     return {
         "id": str(run_dir.relative_to(root)),
         **{k: labels.get(k) for k in ("experiment", "benchmark", "framework", "memory", "model", "seed")},
@@ -176,7 +180,7 @@ def runs(root: Path) -> list[dict[str, Any]]:
 
 
 def audit_events(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    return MEMO.get(run_dir / AUDIT, "audit", _jsonl)
+    return MEMO.get(run_dir / AUDIT, _jsonl)
 
 
 def _item_ids(event: dict[str, Any]) -> Iterator[str]:
@@ -219,14 +223,18 @@ def timeline(run_dir: Path) -> dict[str, Any]:
 
 
 def _snapshot_state(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The memory state of the latest snapshot (any of the runner's snapshot files)."""
-    snaps = sorted((run_dir / "memory").glob("snapshot-*.json*"))
+    """The memory state of the latest snapshot (as the runner names them: a damaged one it set aside,
+    `snapshot-N.json.damaged`, is not read)."""
+    snaps = sorted((run_dir / "memory").glob("snapshot-*.json"))
     if not snaps:
         return None, "no memory snapshot yet"
-    value, problem = MEMO.get(snaps[-1], "snapshot", _json)
+    latest = snaps[-1]
+    value, problem = MEMO.get(latest, _json)
     if problem:
         return None, problem
-    state = (value or {}).get("state") or {}
+    state = value.get("state") if isinstance(value, dict) else None
+    if not isinstance(state, dict):
+        return None, f"{latest.name} holds no memory state"
     return state.get("memory"), None
 
 
@@ -249,22 +257,21 @@ def _trajectory(run_dir: Path, record: dict[str, Any]) -> tuple[dict[str, Any] |
     for name in (f"{pos:06d}-a{attempt}.json.gz", f"{pos:06d}-a{attempt}.json"):
         path = run_dir / TRAJECTORIES / name
         if path.exists():
-            return MEMO.get(path, "trajectory", _json)
+            return MEMO.get(path, _json)
     return None, f"trajectory of position {pos} (attempt {attempt}) is missing"
+
+
+def _origins(path: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for e in MEMO.get(path, _jsonl)[0]:
+        for item_id in _item_ids(e):
+            out.setdefault(item_id, e)
+    return out
 
 
 def item_origins(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Memory item id -> the audit event that first named it (its creation: position, sample, text)."""
-
-    def parse(_: Path) -> dict[str, dict[str, Any]]:
-        events, _problems = audit_events(run_dir)
-        out: dict[str, dict[str, Any]] = {}
-        for e in events:
-            for item_id in _item_ids(e):
-                out.setdefault(item_id, e)
-        return out
-
-    return MEMO.get(run_dir / AUDIT, "origins", parse)
+    return MEMO.get(run_dir / AUDIT, _origins)
 
 
 def sample(root: Path, run_id: str, position: int) -> dict[str, Any]:
@@ -318,7 +325,7 @@ def memory_item(root: Path, run_id: str, item_id: str) -> dict[str, Any]:
         if item_id in (r.get("recalled_memory_ids") or [])
     ]
     state, snap_problem = _snapshot_state(run_dir)
-    found = _find_in_state(state, item_id) if state is not None else None
+    found = _find_in_state(state, item_id)
     origin = about[0] if about else None
     return {
         "run": run_id,
@@ -328,7 +335,7 @@ def memory_item(root: Path, run_id: str, item_id: str) -> dict[str, Any]:
         "events": about,
         "used_by": used_by,
         "state": found,
-        "problems": problems + record_problems + ([snap_problem] if snap_problem and found is None else []),
+        "problems": problems + record_problems + ([snap_problem] if snap_problem else []),
     }
 
 
@@ -354,7 +361,7 @@ def skills(root: Path, run_id: str) -> dict[str, Any]:
                 "name": ((skill.get("content") or {}).get("name")),
             }
         )
-    return {"run": run_id, "skills": rows, "problems": [problem] if problem and state is None else []}
+    return {"run": run_id, "skills": rows, "problems": [problem] if problem else []}
 
 
 def _beta_mean(params: Any) -> float | None:
@@ -364,8 +371,11 @@ def _beta_mean(params: Any) -> float | None:
     return round(a / (a + b), 4) if isinstance(a, int | float) and isinstance(b, int | float) and a + b else None
 
 
-def audit(root: Path, run_id: str, event: str = "", limit: int = 500) -> dict[str, Any]:
-    """A run's audit log, optionally one kind of event: every method's stores, retrievals, reviews,
+AUDIT_LIMIT = 500  # events a page shows unless asked for more
+
+
+def audit(root: Path, run_id: str, event: str, limit: int) -> dict[str, Any]:
+    """A run's audit log, or one kind of event ("" for all): every method's stores, retrievals, reviews,
     repairs, distillations, verdicts and routings as it logged them (at most `limit`, in order)."""
     events, problems = audit_events(run_path(root, run_id))
     chosen = [e for e in events if not event or e.get("event") == event]

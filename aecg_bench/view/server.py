@@ -32,7 +32,7 @@ def api(root: Path) -> dict[str, Callable[[dict[str, str]], Any]]:
         "/api/sample": lambda q: data.sample(root, q["run"], int(q["pos"])),
         "/api/item": lambda q: data.memory_item(root, q["run"], q["id"]),
         "/api/skills": lambda q: data.skills(root, q["run"]),
-        "/api/audit": lambda q: data.audit(root, q["run"], q.get("event", ""), int(q.get("limit", 500))),
+        "/api/audit": lambda q: data.audit(root, q["run"], q.get("event", ""), int(q.get("limit", data.AUDIT_LIMIT))),
         "/api/compare": lambda q: data.compare(root, q["a"], q["b"]),
     }
 
@@ -45,7 +45,7 @@ def make_handler(root: Path) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             url = urlparse(self.path)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            query = _Query((k, v[0]) for k, v in parse_qs(url.query).items())
             if url.path in routes:
                 self._api(routes[url.path], query)
             elif url.path in ("/", "/index.html"):
@@ -80,7 +80,7 @@ def make_handler(root: Path) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _send(self, status: HTTPStatus, payload: Any) -> None:
-            body = json.dumps(payload, default=str).encode()
+            body = json.dumps(payload).encode()  # the readers return what JSON files held
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Cache-Control", "no-store")  # a run in progress changes
@@ -94,14 +94,22 @@ def make_handler(root: Path) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Query(dict[str, str]):
+    """A request's parameters: one that is missing is a bad request (400), not an unknown run (404)."""
+
+    def __missing__(self, key: str) -> str:
+        raise ValueError(f"the request lacks its {key!r} parameter")
+
+
 def _inside(base: Path, rel: str) -> Path | None:
     """`base/rel`, or None when rel escapes base."""
     path = (base / unquote(rel)).resolve()
     return path if base.resolve() in path.parents else None
 
 
-def serve(root: Path, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
-    """A server for `root` (not yet serving: call serve_forever). Port 0 picks a free port."""
+def serve(root: Path, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """A server for `root` on loopback unless told (not yet serving: call serve_forever). Port 0 picks a
+    free port."""
     server = ThreadingHTTPServer((host, port), make_handler(Path(root)))
     server.daemon_threads = True
     return server
