@@ -2,6 +2,10 @@
 against No-Memory, and the audit events that show it stored, recalled and used experience.
 
     python scripts/procedures_report.py results/procedures-accept [--baseline no_memory]
+    python scripts/procedures_report.py results/procedures-table2 --ablations [--reference aecg]
+
+`--ablations`: one row per memory config (AECG and its Table 2 ablations), the count of each audit event
+kind, and the kinds whose count differs from the reference config's (full AECG) on the same framework.
 
 Reads only what runs wrote (samples.jsonl, run.json, memory/audit.jsonl); prints Markdown.
 """
@@ -76,16 +80,50 @@ def report(root: Path, baseline: str) -> list[str]:
     return lines
 
 
+def ablation_table(root: Path, reference: str = "aecg") -> list[str]:
+    """Audit-event counts per memory config (rows) and event kind (columns), per framework, with the kinds
+    whose count differs from `reference`'s: what an ablation changed in the method's behaviour."""
+    df = load(root, phases=("eval",))
+    df = df[df["benchmark"] == "procedures"] if not df.empty else df
+    if df.empty:
+        return [f"no procedures runs under {root}"]
+    lines: list[str] = []
+    for framework, runs in df.groupby("framework", sort=True):
+        counts = {
+            memory: audit_counts(Path(run["run_dir"].iloc[0])) for memory, run in runs.groupby("memory", sort=True)
+        }
+        kinds = sorted(set().union(*counts.values()))
+        ref = counts.get(reference)
+        order = sorted(counts, key=lambda m: (m != reference, m))
+        lines += [
+            f"framework {framework}:",
+            "",
+            "| memory | n | success | " + " | ".join(kinds) + f" | differs from {reference} |",
+            "|---|---|---|" + "---|" * len(kinds) + "---|",
+        ]
+        for memory in order:
+            run = runs[runs["memory"] == memory]
+            c = counts[memory]
+            differs = "-" if memory == reference or ref is None else ", ".join(k for k in kinds if c[k] != ref[k])
+            cells = " | ".join(str(c[k]) for k in kinds)
+            lines.append(f"| {memory} | {len(run)} | {int(run['success'].sum())} | {cells} | {differs or 'nothing'} |")
+        lines.append("")
+    return lines[:-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--baseline", default="no_memory")
+    parser.add_argument("--ablations", action="store_true", help="audit-event counts per AECG ablation")
+    parser.add_argument("--reference", default="aecg", help="--ablations: the config the others are compared to")
     args = parser.parse_args(argv)
     if not args.root.exists():
         print(f"no results at {args.root}", file=sys.stderr)
         return 1
     np.seterr(all="ignore")
-    print("\n".join(report(args.root, args.baseline)))
+    lines = ablation_table(args.root, args.reference) if args.ablations else report(args.root, args.baseline)
+    print("\n".join(lines))
     return 0
 
 

@@ -9,7 +9,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-import baseline_mocks  # noqa: F401 (registers the `baselines_memory` mock policy)
+import baseline_mocks as bm  # registers the `baselines_memory` mock policy
 import pytest
 import yaml
 from conftest import REPO
@@ -76,7 +76,7 @@ def test_samples_carry_no_procedure_in_their_public_task_and_vary_within_a_famil
 
 
 def test_drift_changes_procedures_after_its_point_in_the_test_stream_only():
-    b = bench(size=40, drift_at=0.5, drift_fraction=1.0)
+    b = bench(size=40, drift_at=0.5, drift_fraction=1.0, drift_among="all")
     test = b.samples("test")
     assert not any(s.gold["drifted"] for s in test[:20]) and all(s.gold["drifted"] for s in test[20:])
     assert not any(s.gold["drifted"] for s in b.samples("train"))
@@ -85,6 +85,25 @@ def test_drift_changes_procedures_after_its_point_in_the_test_stream_only():
         f = fam[s.gold["device"]]
         assert tuple(s.gold["procedure"]) == f.procedure(s.task.metadata["team"], True)
         assert tuple(s.gold["procedure"]) != f.procedure(s.task.metadata["team"], False)
+
+
+def test_drifting_families_are_drawn_among_the_common_ones_unless_told_otherwise():
+    """By default a rare family never drifts (it would have almost no tasks after the drift point);
+    the default world's drifting family recurs on both sides of the drift point."""
+    for seed in range(20):
+        world = make_world(ProceduresParams(generator_seed=seed, families=6, rare_fraction=0.34, drift_fraction=0.5))
+        assert sum(bool(f.drifted) for f in world) == 3 and not any(f.rare and f.drifted for f in world)
+    # asked for more drifting families than there are common ones: every common one drifts, no rare one
+    world = make_world(ProceduresParams(families=4, rare_fraction=0.5, drift_fraction=1.0))
+    assert [bool(f.drifted) for f in world] == [not f.rare for f in world]
+    world = make_world(ProceduresParams(families=4, rare_fraction=0.5, drift_fraction=1.0, drift_among="all"))
+    assert all(f.drifted for f in world) and sum(f.rare for f in world) == 2
+    b = bench()
+    drifting = [f.name for f in b.world if f.drifted]
+    assert len(drifting) == 1 and not next(f for f in b.world if f.drifted).rare
+    stream = [s for s in b.samples("test") if s.gold["device"] == drifting[0]]
+    before, after = sum(not s.gold["drifted"] for s in stream), sum(s.gold["drifted"] for s in stream)
+    assert before >= 4 and after >= 4, (before, after)
 
 
 def test_rare_families_recur_less_often():
@@ -141,6 +160,7 @@ def test_the_data_hash_and_backends_name_the_world():
     a, b = bench(), bench(generator_seed=1)
     assert a.data_hashes() != b.data_hashes() and a.data_hashes() == bench().data_hashes()
     assert bench(drift_at=0.6).data_hashes() != a.data_hashes()
+    assert bench(drift_among="all").data_hashes() != a.data_hashes()
     assert a.describe_backends()["procedures"]["chance_rate"] == pytest.approx(1 / 9)
 
 
@@ -275,14 +295,42 @@ def test_the_edv_contamination_smoke_injects_the_procedures_items_into_a_filled_
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=procedures", "arm=rb_contaminated_b3"
     )
     params = raw["benchmark"]["params"]
-    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (24, 12, 24)
-    # 10 % of entries injected: the 10th build task's entry, so the bank holds nine real entries first
+    assert (params["size"], params["train_size"], raw["protocol"]["limit"]) == (24, 36, 36)
+    # 10 % of entries injected: the 10th, 20th and 30th build tasks' entries, after nine real entries
     items = load_items(items_path(raw["memory"]["params"]["items_file"]))
     assert [i.content for i in items] == [i["content"] for i in poisoned_items(ProceduresParams())]
     toy = make_config(
         "experiment=edv_contamination", "preset=edv_smoke", "benchmark=toy_tools", "arm=rb_contaminated_b3"
     )
     assert toy["memory"]["params"]["items_file"] is None and toy["benchmark"]["params"]["size"] == 2
+
+
+@pytest.mark.slow
+def test_in_the_edv_contamination_smoke_a_test_task_recalls_an_injected_entry(make_config):
+    """EDV's contamination smoke on procedures with the scripted pool and the run's default embedder
+    (MiniLM): three injected entries among 36 and at least one test task recalls one (the embedded
+    model's run recalls the same entry: docs/benchmarks/procedures.md)."""
+    raw = make_config(
+        "experiment=edv_contamination",
+        "preset=edv_smoke",
+        "benchmark=procedures",
+        "arm=rb_contaminated_b3",
+        "model=edv_pool_mock",
+        "embedder.backend=minilm",
+    )
+    final = run_from_config(raw)
+    assert final["status"] == "complete", final.get("failures")
+    rd = _rundir(final)
+    events = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
+    injected = {e["memory_id"] for e in events if e.get("origin") == "contamination"}
+    real = [e for e in events if e["event"] == "admit" and e.get("origin") != "contamination"]
+    assert len(injected) == 3 and len(real) == 33
+    recalled = [
+        r
+        for r in rd.records()
+        if r["phase"] == "eval" and {i.rsplit("-", 1)[0] for i in r["recalled_memory_ids"]} & injected
+    ]
+    assert recalled, "no test task recalled an injected entry"
 
 
 def test_the_memory_side_grammars_describe_what_their_parsers_read():
@@ -297,6 +345,52 @@ def test_the_memory_side_grammars_describe_what_their_parsers_read():
     assert parse_items(reply)[0].content == "Enter 317 then 582."
     assert items_grammar(3).startswith("root ::= item item? item?")
     assert _STATUS.findall("Thoughts: done\nStatus: SUCCESS") == ["SUCCESS"]
+
+
+def test_conmem_extraction_and_merge_carry_their_card_grammars_and_a_reply_in_that_shape_is_admitted():
+    """The embedded model's reply under the grammar (the prompt's placeholders, copied, each string cut at
+    `grammar_max_chars`) parses into a card and is admitted; a model without grammars gets none."""
+    from llama_cpp import LlamaGrammar
+
+    from aecg_bench.llm.mock import register_mock_policy
+    from baselines.conmem import prompts as CP
+
+    for grammar in (CP.cards_grammar(), CP.cards_grammar(3, 80), CP.merged_card_grammar()):
+        LlamaGrammar.from_string(grammar, verbose=False)
+    assert "{1,40}" in CP.cards_grammar() and "{1,80}" in CP.cards_grammar(3, 80)
+    assert 'card ("," ws card){0,2}' in CP.cards_grammar(3) and "ws card)" not in CP.cards_grammar()
+    reply = (
+        '[{ "structured_content": { "state": "general problem type", "plan": "reusable strategy or step '
+        'structure", "eval": "transferable evaluation criteria, fail-s" }, "trigger_semantics": ["when to use this '
+        'card", "another activation phrase"], "summary": "one-sentence reusable pattern", "evidence": "outcome: '
+        'success" }]'
+    )
+    seen: list[Request] = []
+
+    def policy(request: Request, spec: ModelSpec) -> str:
+        seen.append(request)
+        system = str(request.messages[0]["content"])
+        return reply if system == CP.EXTRACT_SYSTEM else bm.memory_policy(request, spec)
+
+    register_mock_policy("procedures_conmem_grammar", policy)
+    for capable in (True, False):
+        seen.clear()
+        services = bm.services(policy="procedures_conmem_grammar")
+        services.llm.models["mock"] = services.llm.models["mock"].model_copy(update={"grammar": capable})
+        memory = registry.build("memory", "conmem", {"merge_every": 1}, services=services)
+        for i in range(3):
+            memory.observe(bm.episode(bm.SORT, f"t{i}", True))
+            memory.maintain(i + 1)
+        extract = [r for r in seen if r.messages[0]["content"] == CP.EXTRACT_SYSTEM]
+        merge = [r for r in seen if r.messages[0]["content"] == CP.MERGE_SYSTEM]
+        assert len(extract) == 3
+        if capable:
+            assert all(r.params["grammar"] == CP.cards_grammar(1, 40) for r in extract)
+            assert merge and all(r.params["grammar"] == CP.merged_card_grammar(40) for r in merge)
+        else:
+            assert not any("grammar" in r.params for r in seen)
+        admitted = [e for e in memory.audit.events if e["event"] == "admit"]
+        assert admitted and admitted[0]["summary"] == "one-sentence reusable pattern"
 
 
 def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_events(make_config, tmp_path):
@@ -315,6 +409,70 @@ def test_the_report_script_pairs_each_method_with_no_memory_and_counts_audit_eve
     assert "| 12 |" in aecg and "0.111" in aecg and "p=" in aecg and "memory_created" in aecg
     assert script.wilson(0, 10)[0] == 0.0 and script.wilson(10, 10)[1] == 1.0
     assert script.report(tmp_path / "nothing", "no_memory") == [f"no procedures runs under {tmp_path / 'nothing'}"]
+
+
+# Table 2's smoke on procedures with the scripted mock (AgentNet, its 32-task limit, maintenance after every
+# task): a world where every family gets early successes (two codes, two steps: chance 1/4), so skills form
+# before the drift point and stale ones fail after it; the drift gate's documented floor (ours; as in
+# test_aecg_end_to_end) lets 32 tasks reach reviews (with the paper's floor-free rule even 96 tasks review
+# nothing: no skill here has the long good history that rule compares against).
+TABLE2_MOCK = [
+    "framework=agentnet",
+    "benchmark=procedures",
+    "benchmark.params.controls=2",
+    "benchmark.params.length=2",
+    "protocol.limit=32",
+    "protocol.maintain_every=1",
+    "model=mock_aecg",
+    "memory.params.drift.reliability_floor=0.6",
+]
+TABLE2_ABLATIONS = ["aecg_flat_scope", "aecg_no_replay_gate", "aecg_no_governance", "aecg_cumulative_only"]
+
+
+@pytest.fixture(scope="module")
+def table2_mock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest import compose
+
+    root = tmp_path_factory.mktemp("table2") / "results"
+    for memory in ["aecg", *TABLE2_ABLATIONS]:
+        final = run_from_config(compose([*TABLE2_MOCK, f"memory={memory}"], root))
+        assert final["status"] == "complete", final.get("failures")
+    return root
+
+
+def _events(root: Path, memory: str) -> Counter[str]:
+    path = next(p for p in root.rglob("audit.jsonl") if f"/{memory}/" in str(p))
+    return Counter(json.loads(line)["event"] for line in path.read_text().splitlines())
+
+
+def test_the_scope_replay_gate_governance_and_drift_ablations_change_aecgs_audit_events_on_procedures(
+    table2_mock,
+):
+    full = _events(table2_mock, "aecg")
+    assert full["promotion"] >= 3 and full["review"] >= 1 and full["replay"] >= 1  # governance has work to do
+    for ablation in TABLE2_ABLATIONS:
+        assert _events(table2_mock, ablation) != full, ablation
+    flat, gateless = _events(table2_mock, "aecg_flat_scope"), _events(table2_mock, "aecg_no_replay_gate")
+    idle, cumulative = _events(table2_mock, "aecg_no_governance"), _events(table2_mock, "aecg_cumulative_only")
+    assert flat["belief_update"] != full["belief_update"]  # objects recalled (and credited) across levels
+    assert gateless["activation"] >= 1 and full["activation"] == 0  # candidates go live unreplayed
+    assert idle["review_round"] == idle["review"] == idle["replay"] == 0 and idle["promotion"] >= 1
+    assert cumulative["review"] != full["review"]  # degradation judged on the slow belief alone
+
+
+def test_the_report_script_tabulates_audit_events_per_ablation(table2_mock):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("procedures_report", REPO / "scripts" / "procedures_report.py")
+    script = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(script)
+    lines = script.ablation_table(table2_mock)
+    assert lines[0] == "framework agentnet:" and "| differs from aecg |" in lines[2]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[4:]}
+    assert set(rows) == {"aecg", *TABLE2_ABLATIONS} and rows["aecg"].endswith("| - |")
+    assert "review_round" in rows["aecg_no_governance"].rsplit(" | ", 1)[1]
+    assert not any(rows[a].endswith("| nothing |") for a in TABLE2_ABLATIONS)
 
 
 @pytest.mark.slow
@@ -338,3 +496,15 @@ def test_with_the_embedded_model_aecg_stores_recalls_and_uses_experience_on_proc
     events = [json.loads(line) for line in rd.audit_file.read_text().splitlines()]
     assert any(e["event"] == "memory_created" for e in events)
     assert any(e["event"] == "observe" and e["used"] for e in events)
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_conmem_admits_cards_and_recalls_them_on_procedures(make_config):
+    """SmolLM2-135M under the smoke preset's 96-token cap: with its card grammar every extraction parses
+    (before it, none did), cards are admitted and later tasks recall them."""
+    final = run_from_config(make_config("preset=smoke", "benchmark=procedures", "protocol.limit=4", "memory=conmem"))
+    assert final["status"] == "complete", final.get("failures")
+    rd = _rundir(final)
+    events = Counter(json.loads(line)["event"] for line in rd.audit_file.read_text().splitlines())
+    assert events["admit"] >= 3 and events["skip"] == 0, events
+    assert sum(bool(r["recalled_memory_ids"]) for r in rd.records()) >= 2

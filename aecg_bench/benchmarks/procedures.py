@@ -13,7 +13,8 @@ Structure the memory mechanisms act on, each a parameter:
 - scoped families: their procedure differs by the operator's team, so an
   experience of the same device under another team misleads;
 - drift: after `drift_at` of the test stream, `drift_fraction` of the families
-  get a new procedure, unannounced, so stale experience fails;
+  (drawn among the common ones unless `drift_among="all"`) get a new procedure,
+  unannounced, so stale experience fails;
 - rare families: recur `rare_weight` times as often as the others;
 - poisoned experience: `poisoned_items` writes coherent but wrong procedures
   (items for ReasoningBank's contamination study, EDV sec. 5.4).
@@ -30,7 +31,7 @@ import random
 import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -63,6 +64,11 @@ class ProceduresParams(Params):
     rare_weight: float = Field(0.25, gt=0, le=1, description="how often a rare family recurs, relative to the others")
     drift_at: float = Field(0.5, ge=0, le=1, description="share of the test stream after which drift applies")
     drift_fraction: float = Field(0.25, ge=0, le=1, description="share of families whose procedure changes at drift")
+    drift_among: Literal["common", "all"] = Field(
+        "common",
+        description="which families may drift: 'common' (not rare) so that drift has tasks after its point to act on; "
+        "'all' draws among every family (a rare family recurs too seldom to exercise drift)",
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,11 @@ def make_world(p: ProceduresParams) -> list[Family]:
     teams = TEAMS[: p.teams]
     scoped = _pick(rng, p.families, p.scoped_fraction)
     rare = _pick(rng, p.families, p.rare_fraction)
-    drifts = _pick(rng, p.families, p.drift_fraction)
+    # drifting families: round(drift_fraction * families), drawn among the common ones by default (a rare family
+    # recurs ~`rare_weight` as often, so after the drift point it has too few tasks for stale experience to fail
+    # and be repaired); capped at the pool's size
+    pool = [i for i in range(p.families) if p.drift_among == "all" or i not in rare]
+    drifts = set(rng.sample(pool, min(len(pool), round(p.drift_fraction * p.families))))
     out = []
     for i, name in enumerate(names):
         panel = tuple(rng.sample(CONTROLS, p.controls))
@@ -126,7 +136,7 @@ def chance_rate(p: ProceduresParams) -> float:
 
 class ProceduresBenchmark(Benchmark):
     name = "procedures"
-    version = "1"
+    version = "2"  # 2: drifting families drawn among the common ones (`drift_among`)
     Params = ProceduresParams
     params: ProceduresParams
 
@@ -205,13 +215,12 @@ class ProceduresEnv(Environment):
         self.reset()
 
     def reset(self) -> Observation:
-        self.done, self.unlocked, self.progress, self.steps, self.invalid = False, False, 0, 0, 0
+        self.done, self.unlocked, self.progress, self.invalid = False, False, 0, 0
         return Observation(f"The {self.device} is locked. Step 1 of {len(self.procedure)}.")
 
     def step(self, action: Action) -> Observation:
         if self.done:
             return Observation(f"The {self.device} does not respond any more.", done=True, valid=False)
-        self.steps += 1
         cmd = " ".join(action.text.lower().split()).rstrip(".")
         if cmd not in self.panel:
             self.invalid += 1
@@ -268,10 +277,6 @@ def poisoned_items(p: ProceduresParams) -> list[dict[str, str]]:
 _TASK = re.compile(r"Unlock the (.+?) in the ")
 _HINT = re.compile(re.escape(HINT) + r"(.+)")
 _STEP = re.compile(r"Step (\d+) of \d+\.")
-
-
-def is_procedures_prompt(text: str) -> bool:
-    return HINT in text
 
 
 def mock_copier(request: Request, spec: ModelSpec) -> str:

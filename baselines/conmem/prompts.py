@@ -86,3 +86,38 @@ Rules:
 - Omit empty sections instead of inventing text; section values are descriptive strings.
 - summary is concise; evidence is one short factual outcome sentence without exact answer values."""
 MERGE_USER = "<cards_to_merge>\n{cards}\n</cards_to_merge>\n\n<merged_card>"
+
+
+def cards_grammar(max_cards: int = 1, max_chars: int = 40) -> str:
+    """The `<cards>` JSON array the extraction prompt asks for, as GBNF: 1 to `max_cards` cards, each with 1 to 4
+    sections, 1 or 2 trigger phrases, a summary and an optional evidence line, every string one line of at most
+    `max_chars` characters.
+
+    A decoding aid (as ReasoningBank's `items_grammar`): grammar-capable models (the embedded one) follow it and
+    other providers drop it, so the paper preset is unchanged. Without it SmolLM2-135M answered 4 of 4
+    extractions on `procedures` with echoed `<trajectory>`/`<ref>` tags and no JSON; with 80-character strings
+    its card (the prompt's placeholders, copied) ran past the smoke preset's 96-token cap and was cut
+    (docs/benchmarks/procedures.md). A reply cut by a cap is skipped as unparsable, as before.
+    """
+    more = f' ("," ws card){{0,{max_cards - 1}}}' if max_cards > 1 else ""
+    return f'root ::= "[" ws card{more} ws "]"\n' + _card_rules(max_chars)
+
+
+def merged_card_grammar(max_chars: int = 40) -> str:
+    """The `<merged_card>` JSON object of the merge rewrite (one card; trigger phrases and summary required, as
+    the merge parser needs them), as GBNF: the same decoding aid as `cards_grammar`."""
+    return "root ::= card\n" + _card_rules(max_chars)
+
+
+def _card_rules(max_chars: int) -> str:
+    return (
+        r"""card ::= "{" ws "\"structured_content\": {" ws section ("," ws section){0,3} ws "}," ws triggers "," ws summary ("," ws evidence)? ws "}"
+section ::= "\"" ("state" | "plan" | "exec" | "eval") "\": " text
+triggers ::= "\"trigger_semantics\": [" phrase ("," ws phrase)? "]"
+summary ::= "\"summary\": " text
+evidence ::= "\"evidence\": " text
+ws ::= " "?
+"""
+        + f'text ::= "\\"" [^"\\\\\\x00-\\x1F]{{1,{max_chars}}} "\\""\n'
+        + f'phrase ::= "\\"" [^"\\\\?\\x00-\\x1F]{{1,{max_chars}}} "\\""\n'
+    )
