@@ -96,6 +96,14 @@ def append_jsonl(path: Path, record: dict[str, Any], *, fsync: bool = True) -> N
             os.fsync(fh.fileno())
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write via a temp file and rename, so readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write via a temp file and rename, so readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -111,6 +111,11 @@ class RuntimeConfig(_Strict):
     allow_config_change: bool = False
     fsync: bool = True
     log_level: str = "INFO"
+    # memory snapshots (runner/snapshots.py): the newest N kept, plus those at phase and epoch ends
+    snapshot_keep: int = Field(4, ge=1)
+    # a large state is snapshotted less often: on average at most this many JSON bytes per record (0: every
+    # protocol.snapshot_every records whatever the size)
+    snapshot_bytes_per_record: int = Field(65536, ge=0)
     # samples of a frozen or memory-free phase run at once (runner/concurrent.py); None: the models' max_concurrency
     concurrent_samples: int | None = Field(None, ge=1)
 

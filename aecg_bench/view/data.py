@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.results_format import RUN_JSON, SAMPLES, find_runs, size_label
+from aecg_bench.results_format import RUN_JSON, SAMPLES, find_runs, size_label, snapshot_files
 
 TRAJECTORIES = "trajectories"
 AUDIT = Path("memory") / "audit.jsonl"
@@ -220,10 +220,10 @@ def timeline(run_dir: Path) -> dict[str, Any]:
 
 def _snapshot_state(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The memory state of the latest snapshot (any of the runner's snapshot files)."""
-    snaps = sorted((run_dir / "memory").glob("snapshot-*.json*"))
+    snaps = snapshot_files(run_dir / "memory")  # not the .tmp of a snapshot being written, nor a .damaged one
     if not snaps:
         return None, "no memory snapshot yet"
-    value, problem = MEMO.get(snaps[-1], "snapshot", _json)
+    value, problem = MEMO.get(snaps[-1][1], "snapshot", _json)
     if problem:
         return None, problem
     state = (value or {}).get("state") or {}
