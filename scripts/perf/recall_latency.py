@@ -13,7 +13,8 @@ by default); query embedding is included, with the run's default embedder
 
 Cold embedding memo (issue 36): every method and size gets its own embedder, so
 no query vector is served from another measurement's memo, and its own queries
-(drawn with a seed of their own), so none is in the on-disk vector cache either.
+(drawn with a seed of their own and of this invocation), so none is in the
+on-disk vector cache either.
 Only the stored texts' vectors come from that cache (a file in a temporary
 folder, filled by the first method and size that embeds them), as in a resumed
 run; each new query's vector is computed and written to it, as in a run. (Until
@@ -239,9 +240,13 @@ def cold_embedder(backend: str, stored_cache: Path) -> Embedder:
     return Embedder(backend, stored_cache)
 
 
+# Queries of this invocation: a vector cache kept from an earlier one (--vector-cache) never holds them.
+SALT = f"{os.getpid()}:{time.time_ns()}"
+
+
 def measure(name: str, n: int, n_queries: int, embedder: Embedder) -> dict[str, float]:
     memory, _ = synthetic_memory(name, n, embedder)
-    qs = queries(n_queries + 1, seed=zlib.crc32(f"{name}:{n}".encode()))  # this measurement's own queries
+    qs = queries(n_queries + 1, seed=zlib.crc32(f"{name}:{n}:{SALT}".encode()))  # this measurement's own queries
     start = time.perf_counter()
     memory.recall(qs[0])  # builds the derived indexes
     load_s = time.perf_counter() - start
