@@ -293,3 +293,34 @@ def test_kill_9_during_a_snapshot_write_then_rerun_equals_an_uninterrupted_run(m
     common = sorted(set(_names(rd)) & set(_names(clean)))
     assert [_contents(rd)[n] for n in common] == [_contents(clean)[n] for n in common] and common
     assert rd.latest_snapshot(12).state == clean.latest_snapshot(12).state
+
+
+# -- group commit of records (runtime.fsync_interval_s) -------------------------------------------------
+
+
+@pytest.mark.parametrize(("interval", "fsyncs"), [(0.0, 5), (3600.0, 1)])
+def test_records_are_fsynced_each_or_once_per_interval_and_at_the_end(tmp_path, monkeypatch, interval, fsyncs):
+    import aecg_bench.jsonl as jsonl
+
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(jsonl.os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    rd = RunDir(tmp_path, fsync_interval_s=interval)
+    for i in range(5):
+        rd.append_record({"position": i, "attempt": 1, "status": "ok"})
+    assert len(calls) == fsyncs and [r["position"] for r in rd.records()] == list(range(5))
+    rd.sync_records()  # the end of the run: what the group commit left is pushed too
+    assert len(calls) == (fsyncs if interval == 0 else 2)
+    rd.sync_records()
+    assert len(calls) == (fsyncs if interval == 0 else 2), "nothing left to push"
+    assert RunDir(tmp_path, fsync=False).records() == rd.records()
+
+
+def test_a_group_committed_run_syncs_its_records_before_its_final_status(make_config, monkeypatch):
+    order: list[str] = []
+    real_sync, real_final = RunDir.sync_records, RunDir.write_final_header
+    monkeypatch.setattr(RunDir, "sync_records", lambda self: order.append(f"sync {self._unsynced}") or real_sync(self))
+    monkeypatch.setattr(RunDir, "write_final_header", lambda self, h: order.append("final") or real_final(self, h))
+    final = run_from_config(make_config(*RUN, "runtime.fsync=true", "runtime.fsync_interval_s=3600"))
+    assert final["status"] == "complete" and len(RunDir(results_dir_of(final)).records()) == 12
+    assert order[:2] == ["final", "sync True"], "11 records were waiting for their fsync"

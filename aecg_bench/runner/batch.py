@@ -77,7 +77,7 @@ def run_plan(
     """
     cfg = plan.config
     redact = Redactor(cfg.key_envs())
-    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redactor=redact)
+    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redactor=redact, fsync_interval_s=cfg.runtime.fsync_interval_s)
     audit.redact = redact.deep
     try:
         rd.create()

@@ -111,6 +111,10 @@ class RuntimeConfig(_Strict):
     wandb: WandbConfig = WandbConfig()
     allow_config_change: bool = False
     fsync: bool = True
+    # group commit: 0 fsyncs every record (the default); > 0 fsyncs at most once per this many seconds (and at the
+    # run's end). A kill -9 loses nothing either way (records reach the OS at once); a power cut can lose the last
+    # interval's records, which a rerun runs again (docs/infra/reliability.md)
+    fsync_interval_s: float = Field(0.0, ge=0)
     log_level: str = "INFO"
     # memory snapshots (runner/snapshots.py): the newest N kept, plus those at phase and epoch ends
     snapshot_keep: int = Field(4, ge=1)

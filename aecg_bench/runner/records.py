@@ -2,8 +2,9 @@
 
     run.json            header: identity, resolved config (scrubbed), versions, data
                         hashes, protocol; final status, counts, usage, cost
-    samples.jsonl       one record per executed stream item, appended and fsynced
-                        as it finishes (the commit point of a sample)
+    samples.jsonl       one record per executed stream item, appended (and fsynced, or
+                        group-committed: `runtime.fsync_interval_s`) as it finishes
+                        (the commit point of a sample)
     trajectories/       per item: the episodes its rollouts produced (replay, rescoring)
     memory/snapshot-*.json[.gz]  memory + framework state every N records (+ audit sequence):
                         compact JSON, gzipped when large; the newest few and those at phase or
@@ -29,7 +30,9 @@ import errno
 import fcntl
 import gzip
 import json
+import logging
 import os
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,12 +40,22 @@ from pathlib import Path
 from typing import Any
 
 from aecg_bench.errors import RunRefused, RunStateError
-from aecg_bench.jsonl import BadLine, append_jsonl, read_jsonl, repair, write_bytes_atomic, write_json_atomic
+from aecg_bench.jsonl import (
+    BadLine,
+    append_jsonl,
+    fsync_file,
+    read_jsonl,
+    repair,
+    write_bytes_atomic,
+    write_json_atomic,
+)
 from aecg_bench.results_format import RUN_JSON, SAMPLES, latest_by_position, snapshot_bytes, snapshot_files
 from aecg_bench.runner.identity import Redactor
 from aecg_bench.types import Status
 
 __all__ = ["RUN_JSON", "SAMPLES", "RunDir", "Snapshot", "done_positions", "latest_by_position"]
+
+log = logging.getLogger("aecg_bench.run")
 
 RESERVE = ".reserve"
 RESERVE_BYTES = 1 << 20  # room for the final run.json (a few tens of KB) even on a full disk
@@ -61,9 +74,14 @@ class Snapshot:
 class RunDir:
     """Every write goes through the redactor (removes secret values), so no file holds a key."""
 
-    def __init__(self, path: Path, *, fsync: bool = True, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, path: Path, *, fsync: bool = True, redactor: Redactor | None = None, fsync_interval_s: float = 0.0
+    ) -> None:
         self.path = path
         self.fsync = fsync
+        self.fsync_interval_s = fsync_interval_s
+        self._synced_at = float("-inf")
+        self._unsynced = False
         self.redactor = redactor or Redactor.none()
         self.redact: Callable[[Any], Any] = self.redactor.deep
         self.trajectories = path / "trajectories"
@@ -129,7 +147,9 @@ class RunDir:
         return True
 
     def write_final_header(self, header: dict[str, Any]) -> None:
-        """The last write of a run (its outcome); on a full disk the reserve makes room for it."""
+        """The last write of a run (its outcome), after its records are on disk; on a full disk the
+        reserve makes room for it."""
+        self.sync_records()
         try:
             self.write_header(header)
         except OSError as exc:
@@ -141,6 +161,10 @@ class RunDir:
     def release(self) -> None:
         fh = getattr(self, "_lock_fh", None)
         if fh is not None:
+            try:
+                self.sync_records()
+            except OSError as exc:  # the run's outcome is already recorded or being raised
+                log.warning("could not fsync %s: %s", self.samples_file, exc)
             (self.path / RESERVE).unlink(missing_ok=True)
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
@@ -185,7 +209,22 @@ class RunDir:
         return records
 
     def append_record(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.samples_file, self.redact(record), fsync=self.fsync)
+        """Append and flush to the OS (a kill -9 then loses nothing); fsync each record, or with a group
+        commit interval only the first record after the interval has passed (a power cut can then lose
+        the records of the last interval, which a rerun runs again) and at the run's end."""
+        now = time.monotonic()
+        sync = self.fsync and now - self._synced_at >= self.fsync_interval_s
+        append_jsonl(self.samples_file, self.redact(record), fsync=sync)
+        if sync:
+            self._synced_at, self._unsynced = now, False
+        else:
+            self._unsynced = self.fsync
+
+    def sync_records(self) -> None:
+        """fsync records a group commit has not pushed to disk yet."""
+        if self._unsynced:
+            fsync_file(self.samples_file)
+            self._synced_at, self._unsynced = time.monotonic(), False
 
     # -- trajectories --------------------------------------------------------
 
