@@ -1,7 +1,7 @@
 """Per-sample time and bytes written as a memory stream grows (issue 36): 1,000, 3,000 and 10,000 mock samples.
 
     python scripts/perf/long_stream.py [--sizes 1000 3000 10000] [--methods aecg g_memory conmem edv reasoningbank]
-                                       [--out results.jsonl] [--baseline-ref main]
+                                       [--out results.jsonl] [--baseline-ref main] [--set key=value ...]
 
 Each (method, size) is one run of `python -m aecg_bench.run` in a process of its own, on a fresh results root,
 with the mock model and the lexical embedder (so the figures measure the harness and the memory method, not a
@@ -84,9 +84,9 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def run_one(tree: Path, method: str, n: int, root: Path) -> dict[str, Any]:
+def run_one(tree: Path, method: str, n: int, root: Path, extra: list[str] | None = None) -> dict[str, Any]:
     io_file = root / "io.txt"
-    args = [*COMMON, *method_args(method, n), f"runtime.results_root={root}"]
+    args = [*COMMON, *method_args(method, n), *(extra or []), f"runtime.results_root={root}"]
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     load_before = os.getloadavg()
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -186,6 +186,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="append each run's figures here (JSON lines)")
     parser.add_argument("--baseline-ref", default=None, help="also run each from this git ref (e.g. main)")
     parser.add_argument("--report", type=Path, default=None, help="only print the report of an --out file")
+    parser.add_argument(
+        "--set", nargs="*", default=[], help="overrides for every run (e.g. runtime.fsync_interval_s=1)"
+    )
     args = parser.parse_args()
     if args.report:
         report([json.loads(line) for line in args.report.read_text().splitlines() if line.strip()])
@@ -200,7 +203,8 @@ def main() -> int:
             for n in args.sizes:
                 for label, tree in trees:
                     root = Path(tmp) / f"{label}-{method}-{n}"
-                    row = {"tree": label, **run_one(tree, method, n, root)}
+                    tag = label + "".join(f" {o}" for o in args.set)
+                    row = {"tree": tag, **run_one(tree, method, n, root, args.set)}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     if args.out:
