@@ -324,3 +324,13 @@ def test_a_group_committed_run_syncs_its_records_before_its_final_status(make_co
     final = run_from_config(make_config(*RUN, "runtime.fsync=true", "runtime.fsync_interval_s=3600"))
     assert final["status"] == "complete" and len(RunDir(results_dir_of(final)).records()) == 12
     assert order[:2] == ["final", "sync True"], "11 records were waiting for their fsync"
+
+
+def test_phase_and_epoch_ends_are_kept_whatever_the_newest(make_config):
+    args = ["benchmark=toy", "benchmark.params.train_size=6", "benchmark.params.size=4", "memory=recorder"]
+    args += ["protocol.mode=build_then_freeze", "protocol.build_epochs=2", "protocol.snapshot_every=5"]
+    rd = RunDir(results_dir_of(run_from_config(make_config(*args, "runtime.snapshot_keep=1"))))
+    assert [r["phase"] for r in rd.records()] == ["build"] * 12 + ["eval"] * 4
+    # build epochs end at 6 and 12 records; the stream at 16; 5, 10 and 15 were the cadence's, pruned
+    assert [seq for seq, _ in snapshot_files(rd.memory_dir)] == [6, 12, 16]
+    assert rd.read_snapshot(snapshot_files(rd.memory_dir)[0][1]).state["memory"]["items"]
