@@ -60,16 +60,20 @@ def test_a_small_snapshot_is_compact_json_and_a_large_one_gzipped_and_both_read_
     small = rd.write_snapshot(3, 5, _state(2))
     text = small.path.read_text()
     assert small.path.name == "snapshot-000003.json" and "\n" not in text and ", " not in text
+    assert (small.records_seq, small.audit_seq, small.state) == (3, 5, _state(2))
+    assert text.index('"audit_seq"') < text.index('"records_seq"') < text.index('"state"'), "keys sorted"
     assert json.loads(text) == {"records_seq": 3, "audit_seq": 5, "state": _state(2)}
     assert small.nbytes == len(text.encode())
     monkeypatch.setattr(records, "GZIP_OVER", 100)
     big = rd.write_snapshot(6, 9, _state(50))
     assert big.path.name == "snapshot-000006.json.gz"
     raw = gzip.decompress(big.path.read_bytes())
+    # level 1 and no time stamp: the same state gives the same bytes
+    assert big.path.read_bytes() == gzip.compress(raw, compresslevel=1, mtime=0)
     assert big.nbytes == len(raw) > 100 and json.loads(raw)["state"] == _state(50)
     back = rd.read_snapshot(big.path)
     assert (back.records_seq, back.audit_seq, back.state, back.nbytes) == (6, 9, _state(50), big.nbytes)
-    monkeypatch.setattr(records, "GZIP_OVER", 1 << 20)
+    monkeypatch.setattr(records, "GZIP_OVER", big.nbytes)  # not over: plain
     again = rd.write_snapshot(6, 9, _state(50))  # the same point written again, now small: one file for it
     assert _names(rd) == ["snapshot-000003.json", "snapshot-000006.json"] and again.nbytes == big.nbytes
     # every reader of snapshots takes the newest, plain or gzipped
@@ -97,7 +101,7 @@ def test_temp_and_set_aside_files_are_no_snapshots_and_a_truncated_gzip_is_damag
     assert rd.latest_snapshot(10) is None
 
 
-def test_pruning_keeps_the_newest_and_the_pinned(tmp_path):
+def test_pruning_keeps_the_newest_and_the_pinned(tmp_path, monkeypatch):
     rd = RunDir(tmp_path)
     rd.memory_dir.mkdir()
     for seq in (2, 4, 5, 6, 8, 10):
@@ -111,6 +115,12 @@ def test_pruning_keeps_the_newest_and_the_pinned(tmp_path):
         "snapshot-000010.json",
     ]
     assert rd.prune_snapshots(1, pinned=set()) and _names(rd) == ["snapshot-000010.json"]
+    rd.write_snapshot(12, 0, _state(1))
+    assert rd.prune_snapshots(0, pinned={10}) and _names(rd) == ["snapshot-000010.json"], "keep 0: the pinned only"
+    listed = records.snapshot_files(rd.memory_dir)
+    gone = rd.memory_dir / "snapshot-000011.json"  # listed, then deleted by someone else before the prune
+    monkeypatch.setattr(records, "snapshot_files", lambda d: [(11, gone), *listed])
+    assert rd.prune_snapshots(1, pinned=set()) == [gone], "a file already gone is no error"
 
 
 # -- secrets -------------------------------------------------------------------------------------------
@@ -123,11 +133,18 @@ def test_no_secret_no_redaction_pass_and_a_secret_is_masked(monkeypatch):
     plain = Redactor()
     assert plain.secrets == [] and plain.deep(state) is state
     assert plain.dumps(state) == json.dumps(state, sort_keys=True, separators=(",", ":"))
+    assert plain.dumps({"b": "é", "a": [1, 2]}) == '{"a":[1,2],"b":"é"}', "sorted, compact, not escaped"
     monkeypatch.setenv("MY_API_KEY", 'k"ey\\-é-123')
     masked = Redactor()
-    text = masked.dumps({"note": 'the key is k"ey\\-é-1234', "other": "clean"})
-    assert json.loads(text) == {"note": "the key is ***4", "other": "clean"}
+    text = masked.dumps({"note": 'the key is k"ey\\-é-1234', "other": "clean é", "list": [1, 2]})
+    assert text == '{"list":[1,2],"note":"the key is ***4","other":"clean é"}', "sorted, compact, not escaped"
+    assert masked.deep({"a": ['k"ey\\-é-123!']}) == {"a": ["***!"]}
     assert masked.dumps(state) == plain.dumps(state)
+    # only the whole secret counts: a part of it is no hit
+    secret = 'k"ey\\-é-123'
+    assert masked.found_in(json.dumps({"x": "<" + secret + ">"}, ensure_ascii=False))
+    for part in (secret[1:], secret[:-1]):
+        assert not masked.found_in(json.dumps({"x": part}, ensure_ascii=False)), part
 
 
 def _strings(obj: object) -> list[str]:
@@ -305,6 +322,7 @@ def test_records_are_fsynced_each_or_once_per_interval_and_at_the_end(tmp_path, 
     calls: list[int] = []
     real = os.fsync
     monkeypatch.setattr(jsonl.os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    monkeypatch.setattr(records.time, "monotonic", lambda: 1000.0)  # a coarse clock: interval 0 still syncs each
     rd = RunDir(tmp_path, fsync_interval_s=interval)
     for i in range(5):
         rd.append_record({"position": i, "attempt": 1, "status": "ok"})
