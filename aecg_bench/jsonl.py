@@ -96,6 +96,23 @@ def append_jsonl(path: Path, record: dict[str, Any], *, fsync: bool = True) -> N
             os.fsync(fh.fileno())
 
 
+def fsync_file(path: Path) -> None:
+    """Push a file's written data to disk (the group commit of records appended without fsync)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write via a temp file and rename, so readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write via a temp file and rename, so readers see the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,12 +7,16 @@ analysis (which only reads them), so neither imports the other's internals.
         run.json        header (schema SCHEMA_VERSION): labels, identity, protocol, models, roles, status
         samples.jsonl   one record per executed stream item; a rerun appends a higher `attempt`
         trajectories/   every rollout of an item (format TRAJECTORY_FORMAT)
+        memory/snapshot-<records>.json[.gz]  memory + framework state after that many records: compact
+                        JSON, gzipped when large; only the newest few and those at phase/epoch ends are kept
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,9 @@ SCHEMA_VERSION = 1
 # files without "format" are format 1 and hold ids only.
 TRAJECTORY_FORMAT = 2
 
+
+# memory/snapshot-000120.json or snapshot-000120.json.gz; temp (.tmp) and set-aside (.damaged) files never match
+SNAPSHOT_NAME = re.compile(r"snapshot-(\d+)\.json(\.gz)?")
 
 SIZE_KEYS = ("limit", "max_steps")  # protocol keys that cut a run below the paper's size (the smoke presets)
 
@@ -85,3 +92,29 @@ def read_run(run_dir: Path) -> Run:
 
 def read_runs(root: Path) -> list[Run]:
     return [read_run(d) for d in find_runs(root)]
+
+
+def snapshot_files(memory_dir: Path) -> list[tuple[int, Path]]:
+    """(records_seq, path) of every snapshot file of a run's memory folder, oldest first."""
+    if not memory_dir.is_dir():
+        return []
+    found = []
+    for path in memory_dir.iterdir():
+        match = SNAPSHOT_NAME.fullmatch(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def snapshot_bytes(path: Path) -> bytes:
+    """A snapshot's JSON text, whether written plain or gzipped."""
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if path.name.endswith(".gz") else raw
+
+
+def latest_snapshot_state(run_dir: Path) -> dict[str, Any] | None:
+    """The `state` ({memory, framework}) of a run's newest snapshot; None when it has none."""
+    snaps = snapshot_files(Path(run_dir) / "memory")
+    if not snaps:
+        return None
+    return json.loads(snapshot_bytes(snaps[-1][1]))["state"]

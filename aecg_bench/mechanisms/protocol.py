@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from aecg_bench.errors import ConfigError
 from aecg_bench.jsonl import read_jsonl, write_json_atomic
 from aecg_bench.mechanisms import metrics
 from aecg_bench.mechanisms.corruption import corrupt, validated
+from aecg_bench.results_format import latest_snapshot_state
 from aecg_bench.runner.identity import results_dir_of, safe_label
 
 TESTS = ("rq2_scope", "rq3_drift", "rq4_triage")
@@ -130,10 +130,10 @@ def run_mechanism(raw: dict[str, Any]) -> Path:
 
 
 def latest_state(run_dir: Path) -> dict[str, Any]:
-    snaps = sorted((run_dir / "memory").glob("snapshot-*.json"))
-    if not snaps:
+    state = latest_snapshot_state(run_dir)
+    if state is None:
         raise ConfigError(f"{run_dir} has no memory snapshot to start the mechanism variants from")
-    return json.loads(snaps[-1].read_text(encoding="utf-8"))["state"]
+    return state
 
 
 def measure(

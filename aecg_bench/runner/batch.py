@@ -55,7 +55,8 @@ from aecg_bench.runner.execute import (
 )
 from aecg_bench.runner.identity import Redactor, config_diff, derive_seed
 from aecg_bench.runner.progress import Progress
-from aecg_bench.runner.records import RESERVE_BYTES, RunDir, done_positions, latest_by_position
+from aecg_bench.runner.records import RESERVE_BYTES, RunDir, Snapshot, done_positions, latest_by_position
+from aecg_bench.runner.snapshots import Cadence, boundary_seqs
 from aecg_bench.runner.tracking import Tracker
 from aecg_bench.types import DecisionNode, Status
 
@@ -76,7 +77,7 @@ def run_plan(
     """
     cfg = plan.config
     redact = Redactor(cfg.key_envs())
-    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redact=redact.deep)
+    rd = RunDir(plan.run_dir, fsync=cfg.runtime.fsync, redactor=redact, fsync_interval_s=cfg.runtime.fsync_interval_s)
     audit.redact = redact.deep
     try:
         rd.create()
@@ -147,7 +148,12 @@ def _execute(
     cfg = plan.config
     records = rd.records()
     header["sessions"] = [*closed_sessions(header["sessions"][:-1], records), header["sessions"][-1]]
-    _restore_state(rd, plan, services, audit, records)
+    restored = _restore_state(rd, plan, services, audit, records)
+    boundaries = {it.position for it in plan.stream if _phase_ends(plan, it)}
+    cadence = Cadence(cfg.protocol.snapshot_every, cfg.runtime.snapshot_bytes_per_record)
+    cadence.pinned = boundary_seqs((r["position"] for r in records), boundaries)
+    if restored is not None:
+        cadence.taken(restored.records_seq, restored.nbytes)
     done = done_positions(records)
     attempts = Counter(r["position"] for r in records)
     todo = [it for it in plan.stream if it.position not in done]
@@ -185,12 +191,14 @@ def _execute(
                 attempt = attempts[item.position] + 1
                 record = _run_item(plan, services, audit, rd, item, attempt, redact, done_ahead)
                 n_records += 1
-                if n_records % cfg.protocol.snapshot_every == 0 or _phase_ends(plan, item):
-                    rd.write_snapshot(n_records, audit.seq, _state(services))
+                if item.position in boundaries:
+                    cadence.pinned.add(n_records)
+                if cadence.due(n_records) or item.position in boundaries:
+                    _snapshot(rd, services, audit, cadence, n_records, cfg.runtime.snapshot_keep)
                 progress.update(record)
                 tracker.log(record)
-        if todo:
-            rd.write_snapshot(n_records, audit.seq, _state(services))
+        if todo and cadence.last_seq != n_records:
+            _snapshot(rd, services, audit, cadence, n_records, cfg.runtime.snapshot_keep)
         final = summarise(rd, plan, header)
     except BaseException:
         tracker.abort()
@@ -252,6 +260,13 @@ def end_session(header: dict[str, Any], now: float) -> dict[str, Any]:
     return {"finished_at": now, "sessions": sessions, "active_seconds": round(sum(e - s for s, e in sessions), 3)}
 
 
+def _snapshot(rd: RunDir, services: Services, audit: AuditLog, cadence: Cadence, n_records: int, keep: int) -> None:
+    """Write a snapshot after `n_records` records, then delete the ones no longer kept (runner/snapshots.py)."""
+    snap = rd.write_snapshot(n_records, audit.seq, _state(services))
+    cadence.taken(n_records, snap.nbytes)
+    rd.prune_snapshots(keep, cadence.pinned)
+
+
 def _state(services: Services) -> dict[str, Any]:
     """What a snapshot holds: the memory's state and the framework's cross-task state."""
     return {"memory": services.memory.state_dict(), "framework": services.framework.state_dict()}
@@ -259,8 +274,9 @@ def _state(services: Services) -> dict[str, Any]:
 
 def _restore_state(
     rd: RunDir, plan: RunPlan, services: Services, audit: AuditLog, records: list[dict[str, Any]]
-) -> None:
-    """Newest snapshot, then the state-changing part of every later record, in record order.
+) -> Snapshot | None:
+    """Newest snapshot, then the state-changing part of every later record, in record order; returns
+    the snapshot restored (None: replayed from the start).
 
     Records that ended in an infra error are not replayed: they are redone. A snapshot that
     cannot be read or loaded is moved aside and the previous one (or the start) is used.
@@ -300,9 +316,10 @@ def _restore_state(
             replayed,
             snap.path.name if snap else "none",
         )
+    return snap
 
 
-def _load_snapshot(rd: RunDir, services: Services, n_records: int) -> Any:
+def _load_snapshot(rd: RunDir, services: Services, n_records: int) -> Snapshot | None:
     """Load the newest usable snapshot into memory and framework; None means replay from the start."""
     initial = _state(services)  # a fresh build's state, to undo a half-loaded bad snapshot
     for path in rd.snapshots(n_records):
@@ -471,8 +488,9 @@ def decision_shares(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _phase_ends(plan: RunPlan, item: StreamItem) -> bool:
+    """The item ends the stream, a protocol phase or a build epoch: a snapshot is taken and kept."""
     nxt = item.position + 1
-    return nxt >= len(plan.stream) or plan.stream[nxt].phase != item.phase
+    return nxt >= len(plan.stream) or (plan.stream[nxt].phase, plan.stream[nxt].epoch) != (item.phase, item.epoch)
 
 
 def summarise(rd: RunDir, plan: RunPlan, header: dict[str, Any]) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
     e = cfg.embedder
     remote = RemoteEmbedding(e.model, e.api_base, e.api_key_env, e.dim) if e.backend == "qwen3_embedding" else None
-    embedder = Embedder(e.backend, embed_cache, remote=remote)
+    embedder = Embedder(e.backend, embed_cache, remote=remote, threads=cfg.runtime.embed_threads)
     memory = registry.build(
         "memory",
         cfg.memory.name,

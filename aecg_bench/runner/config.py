@@ -103,6 +103,7 @@ class RuntimeConfig(_Strict):
     data_root: str | None = None
     cache: CacheConfig = CacheConfig()
     embed_cache: str | None = None
+    embed_threads: int = Field(1, ge=1)  # torch threads of the MiniLM embedder (llm/embeddings.py: 1 on shared cores)
     rate_limit_path: str | None = None  # shared token buckets; default <results_root>/.cache/ratelimit.sqlite
     max_cost_usd: float | None = Field(None, gt=0)  # the sweep's budget, across processes (llm/budget.py)
     retry: RetryPolicy = RetryPolicy()
@@ -110,7 +111,16 @@ class RuntimeConfig(_Strict):
     wandb: WandbConfig = WandbConfig()
     allow_config_change: bool = False
     fsync: bool = True
+    # group commit: 0 fsyncs every record (the default); > 0 fsyncs at most once per this many seconds (and at the
+    # run's end). A kill -9 loses nothing either way (records reach the OS at once); a power cut can lose the last
+    # interval's records, which a rerun runs again (docs/infra/reliability.md)
+    fsync_interval_s: float = Field(0.0, ge=0)
     log_level: str = "INFO"
+    # memory snapshots (runner/snapshots.py): the newest N kept, plus those at phase and epoch ends
+    snapshot_keep: int = Field(4, ge=1)
+    # a large state is snapshotted less often: on average at most this many JSON bytes per record (0: every
+    # protocol.snapshot_every records whatever the size)
+    snapshot_bytes_per_record: int = Field(65536, ge=0)
     # samples of a frozen or memory-free phase run at once (runner/concurrent.py); None: the models' max_concurrency
     concurrent_samples: int | None = Field(None, ge=1)
 

@@ -81,19 +81,45 @@ class Redactor:
         names |= {k for k in os.environ if SECRET_KEY.search(k)}
         self.secrets = sorted({os.environ[n] for n in names if len(os.environ.get(n, "")) >= 6}, key=len, reverse=True)
 
+    @classmethod
+    def none(cls) -> Redactor:
+        """A redactor that knows no secret (files written outside a run: tests, tools)."""
+        redactor = cls.__new__(cls)
+        redactor.secrets = []
+        return redactor
+
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
 
     def deep(self, obj: Any) -> Any:
+        """A copy of `obj` with every secret masked; `obj` itself when no secret is configured (no pass)."""
+        if not self.secrets:
+            return obj
+        return self._deep(obj)
+
+    def _deep(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self(obj)
         if isinstance(obj, dict):
-            return {k: self.deep(v) for k, v in obj.items()}
+            return {k: self._deep(v) for k, v in obj.items()}
         if isinstance(obj, list):
-            return [self.deep(v) for v in obj]
+            return [self._deep(v) for v in obj]
         return obj
+
+    def found_in(self, json_text: str) -> bool:
+        """Whether JSON text (ensure_ascii=False) may hold a secret: JSON escapes each character on its own,
+        so a string holding a secret holds the secret's escaped form. False means no redaction pass is needed."""
+        return any(json.dumps(s, ensure_ascii=False)[1:-1] in json_text for s in self.secrets)
+
+    def dumps(self, obj: Any) -> str:
+        """Compact, key-sorted JSON of `obj` with every secret masked; the deep pass runs only when a
+        secret shows up in the text (a large memory state is then encoded once, not walked twice)."""
+        text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        if self.found_in(text):
+            text = json.dumps(self._deep(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return text
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any]) -> str:

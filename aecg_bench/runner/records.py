@@ -2,10 +2,13 @@
 
     run.json            header: identity, resolved config (scrubbed), versions, data
                         hashes, protocol; final status, counts, usage, cost
-    samples.jsonl       one record per executed stream item, appended and fsynced
-                        as it finishes (the commit point of a sample)
+    samples.jsonl       one record per executed stream item, appended (and fsynced, or
+                        group-committed: `runtime.fsync_interval_s`) as it finishes
+                        (the commit point of a sample)
     trajectories/       per item: the episodes its rollouts produced (replay, rescoring)
-    memory/snapshot-*.json  memory state every N records (+ audit sequence)
+    memory/snapshot-*.json[.gz]  memory + framework state every N records (+ audit sequence):
+                        compact JSON, gzipped when large; the newest few and those at phase or
+                        epoch ends are kept, older ones deleted (disk bounded by the memory's size)
     memory/audit.jsonl  the memory method's audit log
     run.log             log lines (secrets redacted)
 
@@ -27,21 +30,36 @@ import errno
 import fcntl
 import gzip
 import json
+import logging
 import os
+import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aecg_bench.errors import RunRefused, RunStateError
-from aecg_bench.jsonl import BadLine, append_jsonl, read_jsonl, repair, write_json_atomic
-from aecg_bench.results_format import RUN_JSON, SAMPLES, latest_by_position
+from aecg_bench.jsonl import (
+    BadLine,
+    append_jsonl,
+    fsync_file,
+    read_jsonl,
+    repair,
+    write_bytes_atomic,
+    write_json_atomic,
+)
+from aecg_bench.results_format import RUN_JSON, SAMPLES, latest_by_position, snapshot_bytes, snapshot_files
+from aecg_bench.runner.identity import Redactor
 from aecg_bench.types import Status
 
 __all__ = ["RUN_JSON", "SAMPLES", "RunDir", "Snapshot", "done_positions", "latest_by_position"]
 
+log = logging.getLogger("aecg_bench.run")
+
 RESERVE = ".reserve"
 RESERVE_BYTES = 1 << 20  # room for the final run.json (a few tens of KB) even on a full disk
+GZIP_OVER = 1 << 20  # snapshots of more JSON bytes than this are gzipped (level 1: ~5x smaller, fast)
 
 
 @dataclass(frozen=True)
@@ -50,15 +68,22 @@ class Snapshot:
     audit_seq: int
     state: dict[str, Any]
     path: Path
+    nbytes: int = 0  # its JSON text's length (uncompressed): what the snapshot cadence is scaled by
 
 
 class RunDir:
-    """Every write goes through `redact` (removes secret values), so no file holds a key."""
+    """Every write goes through the redactor (removes secret values), so no file holds a key."""
 
-    def __init__(self, path: Path, *, fsync: bool = True, redact: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self, path: Path, *, fsync: bool = True, redactor: Redactor | None = None, fsync_interval_s: float = 0.0
+    ) -> None:
         self.path = path
         self.fsync = fsync
-        self.redact = redact or (lambda obj: obj)
+        self.fsync_interval_s = fsync_interval_s
+        self._synced_at = float("-inf")
+        self._unsynced = False
+        self.redactor = redactor or Redactor.none()
+        self.redact: Callable[[Any], Any] = self.redactor.deep
         self.trajectories = path / "trajectories"
         self.memory_dir = path / "memory"
 
@@ -122,7 +147,9 @@ class RunDir:
         return True
 
     def write_final_header(self, header: dict[str, Any]) -> None:
-        """The last write of a run (its outcome); on a full disk the reserve makes room for it."""
+        """The last write of a run (its outcome), after its records are on disk; on a full disk the
+        reserve makes room for it."""
+        self.sync_records()
         try:
             self.write_header(header)
         except OSError as exc:
@@ -134,6 +161,10 @@ class RunDir:
     def release(self) -> None:
         fh = getattr(self, "_lock_fh", None)
         if fh is not None:
+            try:
+                self.sync_records()
+            except OSError as exc:  # the run's outcome is already recorded or being raised
+                log.warning("could not fsync %s: %s", self.samples_file, exc)
             (self.path / RESERVE).unlink(missing_ok=True)
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
@@ -178,7 +209,22 @@ class RunDir:
         return records
 
     def append_record(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.samples_file, self.redact(record), fsync=self.fsync)
+        """Append and flush to the OS (a kill -9 then loses nothing); fsync each record, or with a group
+        commit interval only the first record after the interval has passed (a power cut can then lose
+        the records of the last interval, which a rerun runs again) and at the run's end."""
+        now = time.monotonic()
+        sync = self.fsync and now - self._synced_at >= self.fsync_interval_s
+        append_jsonl(self.samples_file, self.redact(record), fsync=sync)
+        if sync:
+            self._synced_at, self._unsynced = now, False
+        else:
+            self._unsynced = self.fsync
+
+    def sync_records(self) -> None:
+        """fsync records a group commit has not pushed to disk yet."""
+        if self._unsynced:
+            fsync_file(self.samples_file)
+            self._synced_at, self._unsynced = time.monotonic(), False
 
     # -- trajectories --------------------------------------------------------
 
@@ -188,8 +234,8 @@ class RunDir:
     def write_trajectory(self, position: int, attempt: int, payload: dict[str, Any]) -> Path:
         path = self.trajectory_path(position, attempt)
         tmp = path.with_name(path.name + ".tmp")
-        with gzip.open(tmp, "wt", encoding="utf-8") as fh:
-            json.dump(self.redact(payload), fh, sort_keys=True, ensure_ascii=False)
+        with gzip.open(tmp, "wb", compresslevel=6) as fh:
+            fh.write(self.redactor.dumps(payload).encode("utf-8"))
         tmp.replace(path)
         return path
 
@@ -209,33 +255,44 @@ class RunDir:
 
     # -- memory snapshots ----------------------------------------------------
 
-    def write_snapshot(self, records_seq: int, audit_seq: int, state: dict[str, Any]) -> Path:
-        path = self.memory_dir / f"snapshot-{records_seq:06d}.json"
-        write_json_atomic(path, self.redact({"records_seq": records_seq, "audit_seq": audit_seq, "state": state}))
-        return path
+    def write_snapshot(self, records_seq: int, audit_seq: int, state: dict[str, Any]) -> Snapshot:
+        """Compact JSON (gzipped over GZIP_OVER bytes) via a temp file and a rename: a kill leaves the
+        previous snapshots and at most a .tmp, which `create` removes."""
+        text = self.redactor.dumps({"records_seq": records_seq, "audit_seq": audit_seq, "state": state})
+        data = text.encode("utf-8")
+        plain = self.memory_dir / f"snapshot-{records_seq:06d}.json"
+        packed = plain.with_name(plain.name + ".gz")
+        path, other = (packed, plain) if len(data) > GZIP_OVER else (plain, packed)
+        write_bytes_atomic(path, gzip.compress(data, compresslevel=1, mtime=0) if path is packed else data)
+        other.unlink(missing_ok=True)  # the same point written again (the last record is also a phase end)
+        return Snapshot(records_seq, audit_seq, state, path, len(data))
+
+    def prune_snapshots(self, keep: int, pinned: set[int]) -> list[Path]:
+        """Delete every snapshot but the `keep` newest and those at `pinned` record counts (protocol
+        phase and epoch ends); returns what was deleted. Called after a write, so a kill in between
+        only leaves one more file than needed."""
+        snaps = snapshot_files(self.memory_dir)
+        newest = {seq for seq, _ in snaps[-keep:]} if keep > 0 else set()
+        gone = [path for seq, path in snaps if seq not in newest and seq not in pinned]
+        for path in gone:
+            path.unlink(missing_ok=True)
+        return gone
 
     def snapshots(self, max_records_seq: int) -> list[Path]:
         """Snapshot files, newest first, that cover no more records than exist (a snapshot is
         written after its record, so a newer one can only exist if the record survived)."""
-        found = []
-        for path in self.memory_dir.glob("snapshot-*.json"):
-            try:
-                seq = int(path.stem.split("-")[1])
-            except (IndexError, ValueError):
-                continue
-            if seq <= max_records_seq:
-                found.append((seq, path))
-        return [p for _, p in sorted(found, reverse=True)]
+        return [p for seq, p in reversed(snapshot_files(self.memory_dir)) if seq <= max_records_seq]
 
     def read_snapshot(self, path: Path) -> Snapshot:
-        """One snapshot; RunStateError if it is truncated or has the wrong shape."""
+        """One snapshot (plain or gzipped); RunStateError if it is truncated or has the wrong shape."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            snap = Snapshot(int(data["records_seq"]), int(data["audit_seq"]), data["state"], path)
+            raw = snapshot_bytes(path)
+            data = json.loads(raw)
+            snap = Snapshot(int(data["records_seq"]), int(data["audit_seq"]), data["state"], path, len(raw))
             if not isinstance(snap.state, dict) or not {"memory", "framework"} <= set(snap.state):
                 raise ValueError("state lacks memory/framework")
             return snap
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
+        except (gzip.BadGzipFile, zlib.error, EOFError, ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
             raise RunStateError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
 
     def set_aside(self, path: Path) -> Path:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from aecg_bench.results_format import RUN_JSON, SAMPLES, find_runs, size_label
+from aecg_bench.results_format import RUN_JSON, SAMPLES, find_runs, size_label, snapshot_files
 
 TRAJECTORIES = "trajectories"
 AUDIT = Path("memory") / "audit.jsonl"
@@ -223,12 +223,12 @@ def timeline(run_dir: Path) -> dict[str, Any]:
 
 
 def _snapshot_state(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The memory state of the latest snapshot (as the runner names them: a damaged one it set aside,
-    `snapshot-N.json.damaged`, is not read)."""
-    snaps = sorted((run_dir / "memory").glob("snapshot-*.json"))
+    """The memory state of the latest snapshot (plain or gzipped; not the .tmp of a snapshot being written,
+    nor a .damaged one the runner set aside)."""
+    snaps = snapshot_files(run_dir / "memory")
     if not snaps:
         return None, "no memory snapshot yet"
-    latest = snaps[-1]
+    latest = snaps[-1][1]
     value, problem = MEMO.get(latest, _json)
     if problem:
         return None, problem

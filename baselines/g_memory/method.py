@@ -145,7 +145,7 @@ class GMemory(MemoryMethod):
         self.next_trial = 0
         self.maintained_size = 0
         self._index: VectorIndex | None = None
-        self._by_main: dict[str, list[str]] | None = None
+        self._by_node: dict[str, dict[bool, list[str]]] | None = None
 
     # -- derived structures (rebuilt after load) ---------------------------------
 
@@ -157,12 +157,14 @@ class GMemory(MemoryMethod):
         return self._index
 
     @property
-    def by_main(self) -> dict[str, list[str]]:
-        if self._by_main is None:
-            self._by_main = {}
+    def by_node(self) -> dict[str, dict[bool, list[str]]]:
+        """Task node -> label -> its trials, oldest first: recall reads a node's newest few of each
+        label and its counts, never every trial of a task many trials share (issue 36)."""
+        if self._by_node is None:
+            self._by_node = {}
             for tid, t in self.trials.items():
-                self._by_main.setdefault(t["task_main"], []).append(tid)
-        return self._by_main
+                _file(self._by_node, t["task_main"], t["success"], tid)
+        return self._by_node
 
     # -- recall ----------------------------------------------------------------
 
@@ -201,16 +203,19 @@ class GMemory(MemoryMethod):
         when there are too few (fix 2): graph results keep their places, each group ranked by similarity."""
         n_nodes = max((k_success + k_failure) // 2, 1)
         nearest = list(dict.fromkeys(self.trials[tid]["task_main"] for tid, _ in ranking.top(n_nodes)))
-        found: dict[bool, list[str]] = {True: [], False: []}
-        for node in self.graph.within_hops(nearest, self.params.hop):
-            for tid in reversed(self.by_main.get(node, [])):  # newest trial of a task first
-                found[self.trials[tid]["success"]].append(tid)
+        nodes = self.graph.within_hops(nearest, self.params.hop)
         ranked = {}
         for label, k in ((True, k_success), (False, k_failure)):
-            graph_ids = found[label]
-            extra = (
-                [t for t in self._label_search(ranking, k, label) if t not in graph_ids] if len(graph_ids) < k else []
-            )
+            # A node's trials share its task text, hence its vector and similarity: the stable sort below
+            # keeps them newest first, so no more than a node's k newest can reach the top k. Only those
+            # are read (a shared instruction hangs every trial off one node); the count of all decides
+            # the top-up.
+            graph_ids, found = [], 0
+            for node in nodes:
+                trials = self.by_node.get(node, {}).get(label, [])
+                found += len(trials)
+                graph_ids += reversed(trials[-k:]) if k else []
+            extra = [t for t in self._label_search(ranking, k, label) if t not in graph_ids] if found < k else []
             ranked[label] = (self._by_similarity(qvec, graph_ids) + self._by_similarity(qvec, extra))[:k]
         return ranked[True], ranked[False]
 
@@ -287,7 +292,7 @@ class GMemory(MemoryMethod):
         self.book.prune()
         self._flush_events(self.book)
         self._add_task_node(task_main)
-        index, by_main = self.index, self.by_main  # built before the new trial exists
+        index, by_node = self.index, self.by_node  # built before the new trial exists
         tid = f"gm-t-{self.next_trial}"
         self.next_trial += 1
         self.trials[tid] = {
@@ -301,7 +306,7 @@ class GMemory(MemoryMethod):
             "graph": interaction_graph(traj),
         }
         index.add(tid, task_main)
-        by_main.setdefault(task_main, []).append(tid)
+        _file(by_node, task_main, bool(success), tid)
         self.audit.record("admit", memory_id=tid, kind="trial", task=episode.task.id, success=bool(success))
 
     def _ask_text(self, system: str, user: str, purpose: str, task: str, trajectory: str) -> str:
@@ -456,7 +461,7 @@ class GMemory(MemoryMethod):
         self.trials = {t["id"]: _copy(t) for t in state["trials"]}
         self.graph = TaskGraph.from_state(state["graph"])
         self.book = InsightBook.from_state(state["insights"])
-        self._index, self._by_main = None, None
+        self._index, self._by_node = None, None
 
     def stats(self) -> dict[str, float]:
         return {
@@ -481,3 +486,7 @@ def _copy(trial: dict[str, Any]) -> dict[str, Any]:
         **trial,
         "graph": {"nodes": [dict(n) for n in graph["nodes"]], "edges": [list(e) for e in graph["edges"]]},
     }
+
+
+def _file(by_node: dict[str, dict[bool, list[str]]], node: str, success: bool, tid: str) -> None:
+    by_node.setdefault(node, {True: [], False: []})[success].append(tid)

@@ -1,4 +1,4 @@
-"""AECG recall latency with 1,000 and 10,000 stored objects (target: < 50 ms per recall, no LLM).
+"""AECG recall latency with 1,000 and 10,000 stored objects (target: median < 50 ms, p95 < 100 ms; no LLM).
 
 Builds a store of synthetic memories and skills spread over the three
 coordination levels (a fifth of them skills, a third of those narrowed with a
@@ -88,16 +88,18 @@ def measure(n: int, queries: int, backend: str) -> dict[str, float]:
     mem.load_state_dict(state)
     load_s = time.perf_counter() - t0
     rng = random.Random(1)
-    times = []
+    times, cpu = [], []
     for i in range(queries + 5):
         task = Task(id=f"q{i}", benchmark="perf", instruction=sentence(rng, 25), task_type=rng.choice(TYPES))
         q = RecallQuery(task=task, level=rng.choice(LEVELS), agent="a", role="r", context=sentence(rng, 40))
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         items = mem.recall(q)
         if i >= 5:  # warm-up excluded
             times.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.process_time() - c) * 1000)
         assert len(items) <= 3
     times.sort()
+    cpu.sort()
     return {
         "n": n,
         "load_s": load_s,
@@ -105,6 +107,8 @@ def measure(n: int, queries: int, backend: str) -> dict[str, float]:
         "p50_ms": times[len(times) // 2],
         "p95_ms": times[int(len(times) * 0.95) - 1],
         "max_ms": times[-1],
+        "cpu_p50_ms": cpu[len(cpu) // 2],
+        "cpu_p95_ms": cpu[int(len(cpu) * 0.95) - 1],
     }
 
 
@@ -116,14 +120,15 @@ def main() -> None:
     args = ap.parse_args()
     threads = os.environ["OPENBLAS_NUM_THREADS"]
     print(
-        f"AECG recall latency, backend={args.backend}, {args.queries} queries, BLAS threads {threads} (target < 50 ms)"
+        f"AECG recall latency, backend={args.backend}, {args.queries} queries, BLAS threads {threads} (targets: median < 50 ms, p95 < 100 ms; a fresh embedder per size: cold memo)"
     )
     for n in args.sizes:
         r = measure(n, args.queries, args.backend)
-        verdict = "ok" if r["p95_ms"] < 50 else "OVER TARGET"
+        verdict = "ok" if r["p50_ms"] < 50 and r["p95_ms"] < 100 else "OVER TARGET"  # issue 36's targets
         print(
             f"n={n:>6}: load+index {r['load_s']:.2f}s  recall mean {r['mean_ms']:.2f} ms  p50 {r['p50_ms']:.2f}  "
-            f"p95 {r['p95_ms']:.2f}  max {r['max_ms']:.2f}  [{verdict}]"
+            f"p95 {r['p95_ms']:.2f}  max {r['max_ms']:.2f}  (CPU p50 {r['cpu_p50_ms']:.2f} p95 {r['cpu_p95_ms']:.2f})  "
+            f"[{verdict}]  load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
 
 
