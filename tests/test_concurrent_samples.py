@@ -10,14 +10,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from conftest import REPO, compose
 
+from aecg_bench.contracts import Framework
 from aecg_bench.run import run_from_config
 from aecg_bench.runner import concurrent
+from aecg_bench.runner.execute import Protocol, StreamItem
 from aecg_bench.runner.identity import results_dir_of
 from aecg_bench.testing.fake_server import FakeOpenAIServer
 
@@ -153,3 +158,122 @@ def test_a_concurrent_run_killed_with_sigkill_resumes_to_the_same_records(tmp_pa
         return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
 
     assert records(killed) == records(clean)  # every item once, in order, as the sequential run wrote it
+
+
+# -- the rules themselves, on stand-in components (fast; the runs above show them end to end) -------------
+
+
+class _Still(Framework):
+    name, version = "still", "0"
+
+    def run(self, task, env, ctx):  # type: ignore[override]
+        raise NotImplementedError
+
+
+class _Adapting(_Still):
+    name = "adapting"
+
+    def observe(self, episode) -> None:  # type: ignore[override]
+        pass
+
+
+def _memory(name: str, pure: bool, nothing: bool) -> object:
+    kind = type(name, (), {"name": name, "pure_recall": pure, "learns_nothing": nothing})
+    return kind()
+
+
+def _services(framework: Framework, memory: object, *, learn_in_eval: bool = False, limits=(1,)) -> Any:
+    models = {f"m{i}": SimpleNamespace(max_concurrency=c) for i, c in enumerate(limits)}
+    return SimpleNamespace(
+        framework=framework,
+        memory=memory,
+        protocol=Protocol(learn_in_eval=learn_in_eval),
+        llm=SimpleNamespace(models=models),
+    )
+
+
+def _stream(*phases: str) -> list[StreamItem]:
+    return [StreamItem(position=i, phase=p, sample=None) for i, p in enumerate(phases)]  # type: ignore[arg-type]
+
+
+def test_width_is_the_configured_count_else_the_widest_model():
+    services = _services(_Still(), _memory("m", True, False), limits=(2, 8, 1))
+    assert concurrent.width(services, None) == 8
+    assert concurrent.width(services, 1) == 1 and concurrent.width(services, 3) == 3  # configured wins
+    assert concurrent.width(_services(_Still(), _memory("m", True, False), limits=()), None) == 1
+
+
+def test_which_items_may_run_at_once_and_what_run_json_says():
+    build_eval = _stream("build", "build", "eval", "eval", "eval")
+    frozen = _services(_Still(), _memory("frozen", True, False))
+    assert [concurrent.independent(i, frozen) for i in build_eval] == [False, False, True, True, True]
+    assert concurrent.describe(build_eval, frozen, 4) == {
+        "width": 4,
+        "phases": {"build": 1, "eval": 4},
+        "why": "phases that learn (online protocol, build) run one sample after another: memory learns from each",
+    }
+    assert concurrent.describe(build_eval, frozen, 1) == {
+        "width": 1,
+        "phases": {"build": 1, "eval": 1},
+        "why": "one sample at a time: the models allow one call at a time (or runtime.concurrent_samples=1)",
+    }
+    online = _services(_Still(), _memory("frozen", True, False), learn_in_eval=True)
+    assert not any(concurrent.independent(i, online) for i in build_eval)  # online: every item learns
+    absent = _services(_Still(), _memory("absent", True, True), learn_in_eval=True)
+    assert all(concurrent.independent(i, absent) for i in build_eval)  # a memory that learns nothing
+    assert concurrent.describe(build_eval, absent, 3) == {
+        "width": 3,
+        "phases": {"build": 3, "eval": 3},
+        "why": "every phase's samples are independent (memory frozen or absent)",
+    }
+    impure = _services(_Still(), _memory("impure", False, True))
+    assert not any(concurrent.independent(i, impure) for i in build_eval)  # recall may change its state
+    assert concurrent.describe(build_eval, impure, 4)["why"] == (
+        "sequential: memory 'impure' does not declare that recall leaves its state unchanged"
+    )
+    adapting = _services(_Adapting(), _memory("absent", True, True))
+    assert not any(concurrent.independent(i, adapting) for i in build_eval)
+    assert concurrent.describe(build_eval, adapting, 4)["why"] == (
+        "sequential: framework 'adapting' adapts across tasks (observe)"
+    )
+    assert concurrent.describe(build_eval[2:], frozen, 4) == {
+        "width": 4,
+        "phases": {"eval": 4},
+        "why": "every phase's samples are independent (memory frozen or absent)",
+    }
+
+
+def test_segments_are_the_runs_of_consecutive_items_alike():
+    frozen = _services(_Still(), _memory("frozen", True, False))
+    stream = _stream("build", "build", "eval", "eval", "build", "eval")
+    got = [(flag, [i.position for i in group]) for flag, group in concurrent.segments(stream, frozen)]
+    assert got == [(False, [0, 1]), (True, [2, 3]), (False, [4]), (True, [5])]
+    assert list(concurrent.segments([], frozen)) == []
+    assert [(f, len(g)) for f, g in concurrent.segments(_stream("eval"), frozen)] == [(True, 1)]
+
+
+def test_results_run_ahead_by_at_most_twice_the_width_on_width_daemon_threads():
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def run(worker: object, item: int) -> concurrent.Executed:
+        with lock:
+            started.append(item)
+        if item == 0:  # the first item is slow: the others run ahead of it as far as the window lets them
+            deadline = time.time() + 10
+            while len(started) < 6 and time.time() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)  # room for a wider window to show
+        return concurrent.Executed(result=item, meter=None, started=0.0)  # type: ignore[arg-type]
+
+    ahead = concurrent.Ahead(list(range(20)), 3, object, run)  # type: ignore[arg-type]
+    assert len(ahead.threads) == 3 and all(t.daemon for t in ahead.threads)
+    got = iter(ahead)
+    item, first = next(got)
+    assert (item, first.result) == (0, 0)
+    with lock:
+        assert sorted(started) == list(range(6))  # 2 x 3 items taken before the first was committed
+    assert [(i, done.result) for i, done in got] == [(i, i) for i in range(1, 20)]  # the rest, in order
+    single = concurrent.Ahead([7], 4, object, run)  # type: ignore[arg-type]
+    assert len(single.threads) == 1  # no more threads than items
+    single.stop()
