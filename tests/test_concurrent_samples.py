@@ -160,6 +160,55 @@ def test_a_concurrent_run_killed_with_sigkill_resumes_to_the_same_records(tmp_pa
     assert records(killed) == records(clean)  # every item once, in order, as the sequential run wrote it
 
 
+@pytest.mark.slow  # two CLI runs, one killed with SIGKILL in its frozen phase and resumed
+def test_a_frozen_phase_killed_with_sigkill_resumes_to_the_sequential_records(tmp_path):
+    """The issue's acceptance on build_then_freeze itself: EDV builds from 4 training tasks, then its 8 test
+    tasks run 4 at once; the run is killed while the test phase is under way, resumed (memory restored from
+    the snapshot at the end of the build), and ends with the records a sequential run of the seed wrote. The
+    LLM cache is off: with it on, the items in flight at the kill are redone from the calls they had cached,
+    and their records count those calls as cache hits (the same with a sequential run killed mid-sample)."""
+    delays = [f"+model.models.{m}.options.delay_s=0.05" for m in ("mock-solver", "mock-idle", "mock-skeptic")]
+    args = [*EDV, "memory=edv", "memory.params.ability_from=labels", "runtime.cache.mode=off", *delays]
+    cli = [sys.executable, "-m", "aecg_bench.run", "runtime.progress=false", "embedder.backend=lexical", *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    clean = tmp_path / "clean"
+    subprocess.run(
+        [*cli, f"runtime.results_root={clean}", "runtime.concurrent_samples=1"], env=env, cwd=REPO, check=True
+    )
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [*cli, f"runtime.results_root={killed}", "runtime.concurrent_samples=4"], env=env, cwd=REPO, start_new_session=True
+    )  # fmt: skip
+    samples, cut = None, []
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        found = list(killed.rglob("samples.jsonl"))
+        if found:
+            cut = [json.loads(line) for line in found[0].read_text().splitlines()]
+            if sum(r["phase"] == "eval" for r in cut) >= 1:
+                samples = found[0]
+                break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert samples is not None, "the run never reached its test phase before it ended"
+    cut = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert 4 < len(cut) < 12  # killed in the frozen phase (4 build items, 8 test items)
+    subprocess.run([*cli, f"runtime.results_root={killed}", "runtime.concurrent_samples=4"], env=env, cwd=REPO, check=True)  # fmt: skip
+
+    def records(root: Path) -> list[dict]:
+        lines = next(root.rglob("samples.jsonl")).read_text().splitlines()
+        return sorted(
+            ({k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines),
+            key=lambda r: r["position"],
+        )
+
+    header = json.loads(next(killed.rglob("run.json")).read_text())
+    assert header["status"] == "complete" and header["sample_concurrency"]["phases"] == {"build": 1, "eval": 4}
+    assert len(header.get("resumes", [])) == 1
+    assert records(killed) == records(clean)  # every item once, as the sequential run wrote it
+
+
 # -- the rules themselves, on stand-in components (fast; the runs above show them end to end) -------------
 
 
