@@ -66,6 +66,44 @@ def test_a_concurrent_frozen_phase_writes_what_a_sequential_run_writes(tmp_path,
     assert par[0]["status"] == "complete" and par[0]["counts"] == seq[0]["counts"]
 
 
+def test_a_concurrent_frozen_phase_replays_a_sequential_runs_cache(tmp_path):
+    """Workers' calls, the memory side's among them (the Judge adjudicates at test time), carry the cache keys
+    a sequential run gives them: a 4-wide run on the cache of a 1-wide run of the seed asks the model nothing."""
+    seq = _run(tmp_path / "seq", *EDV, "memory=judge", "runtime.concurrent_samples=1")
+    cache = next((tmp_path / "seq").rglob("llm.sqlite"))
+    before = time.time()
+    again = run_from_config(
+        compose([*EDV, "memory=judge", "runtime.concurrent_samples=4", f"runtime.cache.path={cache}"], tmp_path / "par")
+    )
+    assert again["sample_concurrency"]["phases"]["eval"] == 4
+    total = again["usage"]["total"]
+    assert total["calls"] == seq[0]["usage"]["total"]["calls"] > 0
+    assert (total["provider_calls"], total["cache_hits"]) == (0, total["calls"])
+    run_dir = results_dir_of(again)
+    started = [json.loads(line)["started_at"] for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert all(isinstance(t, float) and before <= t <= time.time() for t in started)  # when its worker began it
+
+
+def test_a_worker_replica_is_its_own_copy_of_the_configured_components(tmp_path):
+    from aecg_bench.runner.batch import _state
+    from aecg_bench.runner.build import build
+    from aecg_bench.runner.config import parse_run_config
+
+    overrides = [*EDV, "memory=reasoningbank", "memory.params.top_k=2", "framework.params.history_window=3"]
+    cfg = parse_run_config(compose(overrides, tmp_path))
+    _plan, services, _audit = build(cfg)
+    worker = concurrent.replica(cfg, services, json.dumps(_state(services)))
+    assert type(worker.framework) is type(services.framework) and worker.framework is not services.framework
+    assert worker.framework.params == services.framework.params and worker.framework.params.history_window == 3
+    assert type(worker.memory) is type(services.memory) and worker.memory is not services.memory
+    assert worker.memory.params == services.memory.params and worker.memory.params.top_k == 2
+    assert worker.memory.state_dict() == services.memory.state_dict()
+    main, own = services.memory.services, worker.memory.services
+    assert (own.llm, own.embedder, own.seed) == (main.llm, main.embedder, main.seed) and own.embedder is not None
+    assert own.audit is not main.audit
+    assert (worker.llm, worker.benchmark, worker.protocol) == (services.llm, services.benchmark, services.protocol)
+
+
 def test_online_learning_stays_sequential_and_run_json_says_why(tmp_path):
     final = run_from_config(compose(["model=mock", "benchmark=toy", "memory=recorder", "framework=single"], tmp_path))
     said = final["sample_concurrency"]

@@ -82,6 +82,7 @@ def test_estimates_read_what_is_left_of_each_run(tmp_path):
     e_done, e_half, e_fresh = (sweep_order.estimate(raw) for raw in (done, half, fresh))
     assert (e_done.left_items, e_half.left_items, e_fresh.left_items) == (0, 2, None)
     assert e_half.seconds_per_item is not None and e_half.seconds_per_item > 0
+    assert e_done.planned_items == e_half.planned_items == 3  # the plan is kept beside the records
     assert e_fresh == Estimate(planned_items=3)
     assert sweep_order.longest_first(sweep_order.seconds([e_done, e_half, e_fresh])) == [2, 1, 0]
     (sweep_order.run_dir(half) / "samples.jsonl").write_text("not json\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from typing import Any
 
 import pytest
@@ -271,6 +272,8 @@ def test_runs_in_flight_skip_other_files_and_a_missing_folder(monkeypatch, tmp_p
     assert sorted(threads.runs_in_flight(tmp_path)) == sorted([os.getpid(), os.getppid()])
     assert (tmp_path / "notes").exists() and not (tmp_path / "999999999").exists()
     assert threads.runs_in_flight(tmp_path / "gone") == []
+    (tmp_path / "999999998").mkdir()  # a dead run's entry that cannot be removed: skipped, not fatal
+    assert sorted(threads.runs_in_flight(tmp_path)) == sorted([os.getpid(), os.getppid()])
 
 
 def test_a_pid_this_user_may_not_signal_is_alive(monkeypatch):
@@ -310,3 +313,18 @@ def test_a_run_whose_sweep_folder_is_gone_runs_on_the_launchers_jobs(monkeypatch
     monkeypatch.setenv(threads.FLIGHT_ENV, str(tmp_path))
     with threads.run_in_flight():
         (tmp_path / str(os.getpid())).unlink()  # someone tidied the folder: the run still ends cleanly
+
+
+def test_asking_whether_a_run_is_alive_sends_it_no_signal():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert threads._alive(child.pid)
+        time.sleep(0.2)  # a signal, had one been sent, has been delivered
+        assert child.poll() is None  # still running (signal 0 only probes)
+    finally:
+        child.kill()
+        child.wait()
+    assert not threads._alive(child.pid)  # reaped: gone
