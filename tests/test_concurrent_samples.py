@@ -361,6 +361,9 @@ def test_results_run_ahead_by_at_most_twice_the_width_on_width_daemon_threads():
     with lock:
         assert sorted(started) == list(range(6))  # 2 x 3 items taken before the first was committed
     assert [(i, done.result) for i, done in got] == [(i, i) for i in range(1, 20)]  # the rest, in order
+    for t in ahead.threads:  # a run has a pool per independent segment: none outlives its segment
+        t.join(5)
+    assert not any(t.is_alive() for t in ahead.threads)
     single = concurrent.Ahead([7], 4, object, run)  # type: ignore[arg-type]
     assert len(single.threads) == 1  # no more threads than items
     single.stop()

@@ -53,6 +53,7 @@ def test_auto_follows_the_recorded_jobs_and_an_integer_overrides(monkeypatch):
     monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     assert threads.model_threads("auto") == 4
     assert threads.model_threads(None) == 4
+    assert threads.model_threads() == 4  # auto unless told
     threads.set_concurrent_jobs(2)
     assert threads.model_threads("auto") == 2
     threads.set_concurrent_jobs(-1)  # joblib: one job per core
