@@ -320,8 +320,11 @@ def test_asking_whether_a_run_is_alive_sends_it_no_signal():
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # SIGHUP's default action restored: a campaign started under nohup passes SIG_IGN down to its children
+    code = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
         assert threads._alive(child.pid)
         time.sleep(0.2)  # a signal, had one been sent, has been delivered
         assert child.poll() is None  # still running (signal 0 only probes)
