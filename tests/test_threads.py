@@ -321,7 +321,9 @@ def test_asking_whether_a_run_is_alive_sends_it_no_signal():
     import sys
 
     # SIGHUP's default action restored: a campaign started under nohup passes SIG_IGN down to its children
-    code = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); print('ready', flush=True); time.sleep(30)"
+    code = (
+        "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); print('ready', flush=True); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline() == "ready\n"
