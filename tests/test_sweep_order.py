@@ -82,6 +82,7 @@ def test_estimates_read_what_is_left_of_each_run(tmp_path):
     e_done, e_half, e_fresh = (sweep_order.estimate(raw) for raw in (done, half, fresh))
     assert (e_done.left_items, e_half.left_items, e_fresh.left_items) == (0, 2, None)
     assert e_half.seconds_per_item is not None and e_half.seconds_per_item > 0
+    assert e_done.planned_items == e_half.planned_items == 3  # the plan is kept beside the records
     assert e_fresh == Estimate(planned_items=3)
     assert sweep_order.longest_first(sweep_order.seconds([e_done, e_half, e_fresh])) == [2, 1, 0]
     (sweep_order.run_dir(half) / "samples.jsonl").write_text("not json\n")
@@ -107,3 +108,32 @@ def test_the_sweep_starts_the_runs_with_most_left_first(tmp_path):
         return header["resumes"][-1]["at"] if header.get("resumes") else header["started_at"]
 
     assert began(2) < began(1) < began(0)  # never run (3 left), then 1 left, then the finished one
+
+
+def test_a_build_without_epochs_is_one_pass():
+    assert sweep_order.planned_items({"protocol": {"mode": "build_then_freeze", "limit": 3}}) == 6
+
+
+def test_records_say_what_is_left_and_how_fast(tmp_path):
+    """Items whose last attempt failed on the infrastructure are redone on resume: still left."""
+    (tmp_path / "run.json").write_text(json.dumps({"n_items": 5}))
+    rows = [
+        {"position": 0, "attempt": 1, "status": "success", "seconds": 2.0},
+        {"position": 1, "attempt": 1, "status": "infra_error", "seconds": 1.0},
+        {"position": 2, "attempt": 1, "status": "failure", "seconds": 6.0},
+        {"position": 1, "attempt": 2, "status": "success", "seconds": 3.0},  # redone
+        {"position": 3, "attempt": 1, "status": "infra_error", "seconds": 8.0},
+    ]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    assert sweep_order.from_records(tmp_path) == (2, 4.0)  # positions 3 and 4 left; mean of every attempt
+    (tmp_path / "run.json").write_text(json.dumps({"n_items": 2}))
+    assert sweep_order.from_records(tmp_path) == (0, 4.0)  # never below nothing left
+    (tmp_path / "samples.jsonl").write_text("")
+    assert sweep_order.from_records(tmp_path) is None  # started, nothing recorded: the plan decides
+    (tmp_path / "run.json").unlink()
+    assert sweep_order.from_records(tmp_path) is None
+
+
+def test_a_run_with_records_is_estimated_from_them_alone():
+    costs = sweep_order.seconds([Estimate(planned_items=9, left_items=2, seconds_per_item=5.0), Estimate(1)])
+    assert costs == [10.0, 5.0]  # the unknown run at the known rate

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -50,6 +53,7 @@ def test_auto_follows_the_recorded_jobs_and_an_integer_overrides(monkeypatch):
     monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     assert threads.model_threads("auto") == 4
     assert threads.model_threads(None) == 4
+    assert threads.model_threads() == 4  # auto unless told
     threads.set_concurrent_jobs(2)
     assert threads.model_threads("auto") == 2
     threads.set_concurrent_jobs(-1)  # joblib: one job per core
@@ -222,3 +226,111 @@ def test_each_call_of_the_embedded_model_takes_the_threads_of_the_moment(monkeyp
     assert len(loads) == 1 and loads[0]["n_threads"] == loads[0]["n_threads_batch"] == 1
     assert seen_threads == [(1, 1, 1), (2, 2, 2), (2, 2, 2), (1, 1, 1)]
     assert set_calls == [(2, 2), (1, 1)]  # set only when the share changes
+
+
+def test_usable_cores_are_the_affinity_else_the_cpu_count(monkeypatch):
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {3})
+    assert threads.usable_cores() == 1  # taskset/containers narrow it to one core
+
+    def no_affinity(pid: int) -> set[int]:
+        raise OSError("not here")
+
+    monkeypatch.setattr(threads.os, "sched_getaffinity", no_affinity)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 6)
+    assert threads.usable_cores() == 6
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)
+    assert threads.usable_cores() == 1
+    monkeypatch.delattr(threads.os, "sched_getaffinity")  # not Linux
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 3)
+    assert threads.usable_cores() == 3
+
+
+def test_zero_jobs_is_one_and_a_run_not_yet_listed_gets_its_share():
+    assert threads.effective_jobs(0, 8) == 1
+    assert threads.threads_per_job(4, 0) == 4
+    assert threads.share_of_cores(2, [], 7) == 2  # its own file not seen yet: counted anyway
+    assert threads.share_of_cores(3, [5], 9) == 1 and threads.share_of_cores(3, [9], 5) == 2  # remainder: lowest pid
+    assert threads.share_of_cores(1, [1, 2, 3], 2) == 1
+
+
+def test_a_flight_folder_without_a_host_is_this_hosts(monkeypatch, tmp_path):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    threads.set_concurrent_jobs(2)
+    monkeypatch.setenv(threads.FLIGHT_ENV, str(tmp_path))
+    monkeypatch.delenv(threads.FLIGHT_HOST_ENV, raising=False)
+    with threads.run_in_flight():
+        assert (tmp_path / str(os.getpid())).exists()
+        assert threads.model_threads("auto") == 2  # counted: alone in flight
+    monkeypatch.setenv(threads.FLIGHT_ENV, "")
+    assert threads.model_threads("auto") == 1  # empty: no folder, the launcher's jobs
+
+
+def test_runs_in_flight_skip_other_files_and_a_missing_folder(monkeypatch, tmp_path):
+    (tmp_path / "notes").touch()
+    (tmp_path / str(os.getpid())).touch()
+    (tmp_path / "999999999").touch()
+    (tmp_path / str(os.getppid())).touch()
+    assert sorted(threads.runs_in_flight(tmp_path)) == sorted([os.getpid(), os.getppid()])
+    assert (tmp_path / "notes").exists() and not (tmp_path / "999999999").exists()
+    assert threads.runs_in_flight(tmp_path / "gone") == []
+    (tmp_path / "999999998").mkdir()  # a dead run's entry that cannot be removed: skipped, not fatal
+    assert sorted(threads.runs_in_flight(tmp_path)) == sorted([os.getpid(), os.getppid()])
+
+
+def test_a_pid_this_user_may_not_signal_is_alive(monkeypatch):
+    def refuse(pid: int, sig: int) -> None:
+        raise PermissionError
+
+    monkeypatch.setattr(threads.os, "kill", refuse)
+    assert threads._alive(1)
+    monkeypatch.setattr(threads.os, "kill", lambda pid, sig: None)
+    assert threads._alive(1)
+
+
+def test_a_sweep_restores_the_environment_it_found_and_names_its_folder_after_itself(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv(threads.FLIGHT_ENV, "/outer")
+    monkeypatch.setenv(threads.FLIGHT_HOST_ENV, "outer-host")
+    with threads.sweep_flight() as folder:
+        assert folder.name.startswith(f"aecg-flight-{os.getpid()}-")
+        assert os.environ[threads.FLIGHT_ENV] == str(folder)
+        assert os.environ[threads.FLIGHT_HOST_ENV] == socket.gethostname()
+    assert os.environ[threads.FLIGHT_ENV] == "/outer" and os.environ[threads.FLIGHT_HOST_ENV] == "outer-host"
+    monkeypatch.delenv(threads.FLIGHT_HOST_ENV)
+    with threads.sweep_flight():
+        pass
+    assert threads.FLIGHT_HOST_ENV not in os.environ
+
+
+def test_a_run_whose_sweep_folder_is_gone_runs_on_the_launchers_jobs(monkeypatch, tmp_path):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    threads.set_concurrent_jobs(2)
+    monkeypatch.setenv(threads.FLIGHT_ENV, str(tmp_path / "gone"))
+    monkeypatch.setenv(threads.FLIGHT_HOST_ENV, socket.gethostname())
+    with threads.run_in_flight():
+        assert threads.model_threads("auto") == 1
+    monkeypatch.setenv(threads.FLIGHT_ENV, str(tmp_path))
+    with threads.run_in_flight():
+        (tmp_path / str(os.getpid())).unlink()  # someone tidied the folder: the run still ends cleanly
+
+
+def test_asking_whether_a_run_is_alive_sends_it_no_signal():
+    import subprocess
+    import sys
+
+    # SIGHUP's default action restored: a campaign started under nohup passes SIG_IGN down to its children
+    code = (
+        "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); print('ready', flush=True); time.sleep(30)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        assert threads._alive(child.pid)
+        time.sleep(0.2)  # a signal, had one been sent, has been delivered
+        assert child.poll() is None  # still running (signal 0 only probes)
+    finally:
+        child.kill()
+        child.wait()
+    assert not threads._alive(child.pid)  # reaped: gone
