@@ -472,3 +472,31 @@ def test_a_grammar_capable_model_gets_the_skill_grammar_and_its_grammar_shaped_r
     assert (skill.content.applicability, skill.content.procedure) == ("team", ["split the list", "merge halves"])
     assert (skill.content.avoidance, skill.content.evidence_summary, skill.content.name) == ([], "", "M1")
     assert not events(mem, "promotion_failed") and len(events(mem, "promotion")) == 1
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_the_skill_grammar_turns_a_procedures_memory_into_a_skill():
+    """SmolLM2-135M under the smoke preset's 96-token cap abstracts a `procedures`-like memory (twice
+    supported, so its promotion is drafted by the third update): with the skill grammar the reply parses
+    into a skill (version 1, without it, never did on `procedures`)."""
+    from aecg_bench.llm.cache import ResponseCache
+    from aecg_bench.llm.client import LLMClient
+    from aecg_bench.llm.spec import ModelSpec
+
+    spec = ModelSpec(
+        label="local",
+        model="aecg-local/smollm2-135m-instruct-q8_0",
+        native_tools=False,
+        grammar=True,
+        max_output_tokens=96,  # the smoke preset's cap
+        options={"n_ctx": 1024, "n_threads": 1},
+    )
+    client = LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))
+    mem = make_memory({"governance": False}, llm=client)
+    talon = "Unlock the Talon terminal in the north wing (serial 3487). You work on the day shift team."
+    for t in ("a", "b", "c"):
+        kw = {"task_type": "talon_terminal", "instruction": talon, "observation": "The Talon terminal is locked."}
+        mem.observe(episode(t, [("t0", "team", (), (), "enter 317")], True, **kw))
+    assert not events(mem, "promotion_failed"), events(mem, "promotion_failed")
+    (promo,) = events(mem, "promotion")
+    assert promo["content"]["applicability"] and promo["content"]["procedure"]
