@@ -13,6 +13,7 @@ import json
 
 import pytest
 from aecg_fixtures import episode, events, make_memory
+from conftest import mock_client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -419,3 +420,83 @@ def test_an_equivalent_skill_is_looked_for_in_the_seeds_scope_only(mode):
     else:
         assert [(e["skill"], e["similarity"]) for e in links] == [(team, 1.0)]
         assert mem.store.counters.promotions == 1
+
+
+# -- the skill grammar (a decoding aid for grammar-capable models) ------------------------------------------
+
+# The embedded model's reply in the grammar's shape (SmolLM2-135M on `procedures`: strings filled to the bound,
+# the optional avoidance and evidence summary left out).
+GRAMMAR_SHAPED = '{ "name": "M1", "applicability": "team", "triggers": ["task_type: sort"], "procedure": ["split the list", "merge halves"] }'
+ABSTRACTIONS_SEEN: list = []
+
+
+def recording_grammar_shaped(request, spec):
+    if prompts.kind_of(request.messages) == prompts.SKILL_ABSTRACTION:
+        ABSTRACTIONS_SEEN.append(request)
+        return GRAMMAR_SHAPED
+    return mock_policy(request, spec)
+
+
+register_mock_policy("aecg_pins_grammar_shaped", recording_grammar_shaped)
+
+
+def test_the_skill_grammar_bounds_strings_and_steps_and_keeps_the_prompts_key_order():
+    from llama_cpp import LlamaGrammar
+
+    for grammar in (prompts.skill_grammar(), prompts.skill_grammar(40, 1), prompts.skill_grammar(8, 5)):
+        LlamaGrammar.from_string(grammar, verbose=False)  # compiles (a bad grammar raises)
+    assert "{1,16}" in prompts.skill_grammar() and "{1,40}" in prompts.skill_grammar(40, 1)
+    assert '("," ws text){0,1} "]"' in prompts.skill_grammar()
+    assert '("," ws text){0,4} "]"' in prompts.skill_grammar(8, 5)
+    assert '"\\"procedure\\": [" text "]"' in prompts.skill_grammar(16, 1)  # one step: no repetition
+    keys = ["name", "applicability", "triggers", "procedure", "avoidance", "evidence_summary"]
+    root = prompts.skill_grammar().splitlines()[0]
+    assert [root.index(f'\\"{k}\\"') for k in keys] == sorted(root.index(f'\\"{k}\\"') for k in keys)
+    assert root.endswith('("," ws "\\"evidence_summary\\": " text)? ws "}"')  # avoidance and summary optional
+
+
+@pytest.mark.parametrize("capable", [True, False])
+def test_a_grammar_capable_model_gets_the_skill_grammar_and_its_grammar_shaped_reply_forms_a_skill(capable):
+    ABSTRACTIONS_SEEN.clear()
+    client = mock_client(policy="aecg_pins_grammar_shaped", agent_policy="hand_agent")
+    client.models["mock"] = client.models["mock"].model_copy(update={"grammar": capable})
+    mem = make_memory({"formation": {"grammar_max_chars": 24, "grammar_max_steps": 3}}, llm=client)
+    for t in ("a", "b", "c"):
+        succeed(mem, t)
+    (request,) = ABSTRACTIONS_SEEN
+    if capable:
+        assert request.params["grammar"] == prompts.skill_grammar(24, 3)
+    else:  # a model without grammars (the API presets) gets the prompt alone
+        assert "grammar" not in request.params
+    (skill,) = mem.store.skills.values()
+    assert (skill.content.applicability, skill.content.procedure) == ("team", ["split the list", "merge halves"])
+    assert (skill.content.avoidance, skill.content.evidence_summary, skill.content.name) == ([], "", "M1")
+    assert not events(mem, "promotion_failed") and len(events(mem, "promotion")) == 1
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_the_skill_grammar_turns_a_procedures_memory_into_a_skill():
+    """SmolLM2-135M under the smoke preset's 96-token cap abstracts a `procedures`-like memory (twice
+    supported, so its promotion is drafted by the third update): with the skill grammar the reply parses
+    into a skill (version 1, without it, never did on `procedures`)."""
+    from aecg_bench.llm.cache import ResponseCache
+    from aecg_bench.llm.client import LLMClient
+    from aecg_bench.llm.spec import ModelSpec
+
+    spec = ModelSpec(
+        label="local",
+        model="aecg-local/smollm2-135m-instruct-q8_0",
+        native_tools=False,
+        grammar=True,
+        max_output_tokens=96,  # the smoke preset's cap
+        options={"n_ctx": 1024, "n_threads": 1},
+    )
+    client = LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))
+    mem = make_memory({"governance": False}, llm=client)
+    talon = "Unlock the Talon terminal in the north wing (serial 3487). You work on the day shift team."
+    for t in ("a", "b", "c"):
+        kw = {"task_type": "talon_terminal", "instruction": talon, "observation": "The Talon terminal is locked."}
+        mem.observe(episode(t, [("t0", "team", (), (), "enter 317")], True, **kw))
+    assert not events(mem, "promotion_failed"), events(mem, "promotion_failed")
+    (promo,) = events(mem, "promotion")
+    assert promo["content"]["applicability"] and promo["content"]["procedure"]

@@ -53,7 +53,8 @@ def draft(mem: AECGMemory) -> list[Draft]:
             out.append(Draft(seed_id, (), None, "seed is no longer eligible", "", False))
             continue
         near = neighbours(mem, seed)
-        reply = mem.llm_call(prompts.SKILL_ABSTRACTION, abstraction_payload(seed, near))
+        grammar = prompts.skill_grammar(p.formation.grammar_max_chars, p.formation.grammar_max_steps)
+        reply = mem.llm_call(prompts.SKILL_ABSTRACTION, abstraction_payload(seed, near), grammar=grammar)
         content, why = parse_skill(reply)
         out.append(Draft(seed_id, tuple(n.id for n in near), content, why, reply[:300], True))
     return out

@@ -59,7 +59,8 @@ log = logging.getLogger("aecg_bench.aecg")
 
 class AECGMemory(MemoryMethod):
     name = "aecg"
-    version = "1"
+    # 2: the skill abstraction carries a GBNF grammar for grammar-capable models (decoding aid)
+    version = "2"
     Params = AECGParams
 
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
@@ -79,6 +80,7 @@ class AECGMemory(MemoryMethod):
         role: str = "memory",
         sample_index: int = 0,
         temperature: float | None = None,
+        grammar: str | None = None,
     ) -> str:
         """One memory-side call; always through the per-sample client the runner bound.
 
@@ -86,7 +88,7 @@ class AECGMemory(MemoryMethod):
         which every parser treats as abstention / no proposal (an infra error still
         propagates, before any state has changed).
         """
-        return self.complete(prompts.messages(kind, payload), role, kind, sample_index, temperature)
+        return self.complete(prompts.messages(kind, payload), role, kind, sample_index, temperature, grammar)
 
     def complete(
         self,
@@ -95,6 +97,7 @@ class AECGMemory(MemoryMethod):
         what: str,
         sample_index: int = 0,
         temperature: float | None = None,
+        grammar: str | None = None,
     ) -> str:
         """Any memory-side call (prompts above, replayed decisions) through the run's one client."""
         llm = self.services.llm
@@ -107,6 +110,7 @@ class AECGMemory(MemoryMethod):
                 sample_index=sample_index,
                 temperature=temperature,
                 max_tokens=self.p.memory_max_tokens,
+                grammar=grammar,  # a decoding aid: the client drops it for models without grammars
             )
         except ContextLimitError as exc:
             log.warning("aecg %s prompt exceeds the model's context; treated as no answer: %s", what, exc)

@@ -49,6 +49,10 @@ class FormationParams(Params):
     equivalence_similarity: float = Field(0.85, ge=0.0, le=1.0, description="new skill is linked, not added (ours)")
     max_promotions_per_update: int = Field(2, ge=0, description="abstraction calls per observe/maintain (ours)")
     max_attempts: int = Field(2, ge=1, description="abstraction attempts per seed before giving up (ours)")
+    # decoding aid, not the paper's (prompts.skill_grammar; dropped by providers without grammars): the bounds
+    # that keep the embedded model's abstraction under the smoke preset's 96-token cap
+    grammar_max_chars: int = Field(16, ge=4, le=2000, description="characters per string of the skill grammar (ours)")
+    grammar_max_steps: int = Field(2, ge=1, le=10, description="procedure steps the skill grammar allows (ours)")
 
 
 class BeliefParams(Params):

@@ -58,6 +58,33 @@ Reply with one JSON object and nothing else:
 }
 
 KINDS = tuple(_SYSTEMS)
+
+
+def skill_grammar(max_chars: int = 16, max_steps: int = 2) -> str:
+    """The skill abstraction's JSON object as GBNF, in the prompt's key order: a name, the applicability, one
+    trigger and 1 to `max_steps` procedure steps, then optionally at most one avoidance rule and the evidence
+    summary; every string one line of 1 to `max_chars` characters.
+
+    A decoding aid, not the paper's (as ConMem's `cards_grammar` and ReasoningBank's `items_grammar`):
+    grammar-capable models (the embedded one) follow it and other providers drop it, so the paper preset is
+    unchanged. Without it SmolLM2-135M answered every abstraction on `procedures` with unparsable JSON
+    (repeated trigger strings, echoed input fields) cut at the smoke preset's 96-token cap; constrained by a
+    JSON schema with unbounded strings it repeated one string ("A:A:A:...") up to the cap. The keys alone
+    take 30 tokens (43 with the optional two), and the model fills each string to its bound, so the bounds
+    keep a whole object under that cap; avoidance and evidence summary are optional because `parse_skill`
+    needs only the applicability and the procedure (docs/benchmarks/procedures.md has the measurements).
+    """
+    steps = f' ("," ws text){{0,{max_steps - 1}}}' if max_steps > 1 else ""
+    return (
+        r"""root ::= "{" ws "\"name\": " text "," ws "\"applicability\": " text "," ws "\"triggers\": [" text "]," ws "\"procedure\": [" text"""
+        + steps
+        + r""" "]" ("," ws "\"avoidance\": [" text? "]")? ("," ws "\"evidence_summary\": " text)? ws "}"
+ws ::= " "?
+"""
+        + f'text ::= "\\"" [^"\\\\\\x00-\\x1F]{{1,{max_chars}}} "\\""\n'
+    )
+
+
 _TAG = re.compile(r"^\[aecg:(\w+)\]")
 
 
