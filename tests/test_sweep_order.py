@@ -65,9 +65,10 @@ def _crash_after(n: int, raw: dict) -> None:
         return real(*a, **kw)
 
     batch._run_item = crash
+    one_at_a_time = {**raw, "runtime": {**raw["runtime"], "concurrent_samples": 1}}  # no item runs ahead of the kill
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_from_config(raw)
+            run_from_config(one_at_a_time)
     finally:
         batch._run_item = real
 
