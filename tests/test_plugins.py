@@ -431,7 +431,8 @@ def test_the_kit_fails_a_planted_defect_and_passes_the_healthy_twin(kind, name, 
 
 # --- every built-in component passes (slow: ~3 minutes) ---------------------------------------------
 
-SPECIAL = {"edv": ["model=edv_pool_mock"], "router": [], "judge": []}
+# EDV and its Router draw executors from a pool of models (n_executors=2); the Judge runs with one
+SPECIAL = {"edv": ["model=edv_pool_mock"], "router": ["model=edv_pool_mock"], "judge": []}
 
 
 @pytest.mark.slow
