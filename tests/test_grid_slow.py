@@ -15,7 +15,7 @@ from aecg_bench.runner.records import RunDir
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 FRAMEWORKS = ("autogen", "macnet", "agentnet")
-BENCHMARKS = ("pddl", "fever", "scienceworld", "mbpp_plus")
+BENCHMARKS = ("pddl", "fever", "scienceworld", "mbpp_plus", "procedures")  # procedures: issue 27, in every smoke
 MEMORIES = ("no_memory", "macnet_m", "memorybank", "conmem", "g_memory", "aecg")
 VALID = {"ok", "model_error", "limit_exceeded"}
 
