@@ -122,3 +122,12 @@ def test_a_fresh_process_loads_the_build_its_cpu_runs_and_the_model_answers() ->
     assert out.returncode == 0, out.stderr[-2000:]
     build, answer = out.stdout.split()[-2:]
     assert build == want and answer in {"yes", "no"}
+
+
+def test_the_cpu_model_is_read_from_cpuinfo_and_named_unknown_when_unreadable(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B14\nflags\t: sse\n")
+    assert cpu_build.cpu_model(info) == "AMD EPYC 9B14"
+    info.write_text("processor\t: 0\nflags\t: sse\n")
+    assert cpu_build.cpu_model(info) == "unknown CPU"
+    assert cpu_build.cpu_model(tmp_path / "missing") == "unknown CPU"

@@ -20,7 +20,7 @@ def load_script():
     return module
 
 
-@pytest.mark.parametrize("name", ["memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m"])
+@pytest.mark.parametrize("name", ["memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m", "edv"])
 def test_synthetic_memories_load_round_trip_and_answer_recalls(name):
     script = load_script()
     memory, state = script.synthetic_memory(name, 40, Embedder("lexical"))

@@ -11,6 +11,7 @@ import sys
 import pandas as pd
 from conftest import REPO
 
+from aecg_bench.llm import cpu_build
 from aecg_bench.runner.records import RunDir
 
 GRID = ["framework=single,macnet", "benchmark=toy,toy_tools", "memory=no_memory,aecg", "seed=0,1"]
@@ -44,6 +45,7 @@ def test_tiny_sweep_renders_every_cell_and_resumes(tmp_path):
     assert len(runs) == 16  # 2 frameworks x 2 benchmarks x 2 memories x 2 seeds
     env = json.loads((runs[0] / "run.json").read_text())["environment"]
     assert env["concurrent_jobs"] == 2  # the launcher's n_jobs reached the run: model threads share the cores
+    assert env["cpu_model"] == cpu_build.cpu_model() != ""  # speed figures are read with the CPU they ran on
     # threads follow the runs in flight (llm/threads.py): a run that starts while its peer runs gets its
     # share of the cores, one that starts alone gets them all, never more (tests/test_threads.py pins the rule)
     cores = len(os.sched_getaffinity(0))

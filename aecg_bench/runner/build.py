@@ -23,7 +23,7 @@ from aecg_bench.llm.breaker import EndpointWatch, SqliteStore
 from aecg_bench.llm.budget import SweepBudget
 from aecg_bench.llm.cache import ResponseCache, run_shard, shard_name
 from aecg_bench.llm.client import LLMClient
-from aecg_bench.llm.cpu_build import llama_cpp_build
+from aecg_bench.llm.cpu_build import cpu_model, llama_cpp_build
 from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding
 from aecg_bench.llm.pricing import PRICE_TABLE_VERSION
 from aecg_bench.llm.ratelimit import SharedRateLimiter
@@ -44,6 +44,7 @@ PACKAGES = (
     "scienceworld",
     "sentence-transformers",
     "torch",
+    "onnxruntime",
     "numpy",
     "pandas",
 )
@@ -156,7 +157,9 @@ def build(cfg: RunConfig) -> tuple[RunPlan, Services, AuditLog]:
     embed_cache = Path(cfg.runtime.embed_cache) if cfg.runtime.embed_cache else root / ".cache" / "embeddings.sqlite"
     e = cfg.embedder
     remote = RemoteEmbedding(e.model, e.api_base, e.api_key_env, e.dim) if e.backend == "qwen3_embedding" else None
-    embedder = Embedder(e.backend, embed_cache, remote=remote, threads=cfg.runtime.embed_threads)
+    embedder = Embedder(
+        e.backend, embed_cache, remote=remote, threads=cfg.runtime.embed_threads, runtime=cfg.runtime.embed_runtime
+    )
     memory = registry.build(
         "memory",
         cfg.memory.name,
@@ -283,6 +286,7 @@ def environment_facts() -> dict[str, Any]:
         "platform": platform.platform(),
         "packages": versions,
         "git_commit": _git_commit(),
+        "cpu_model": cpu_model(),  # what every speed figure is reported with
         "cpu_count": os.cpu_count(),
         "concurrent_jobs": concurrent_jobs(),  # runs of the sweep sharing the cores
         "embedded_model_threads": model_threads("auto"),  # what `n_threads: auto` gives (llm/threads.py)

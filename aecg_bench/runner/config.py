@@ -103,7 +103,9 @@ class RuntimeConfig(_Strict):
     data_root: str | None = None
     cache: CacheConfig = CacheConfig()
     embed_cache: str | None = None
-    embed_threads: int = Field(1, ge=1)  # torch threads of the MiniLM embedder (llm/embeddings.py: 1 on shared cores)
+    embed_threads: int = Field(1, ge=1)  # threads of the MiniLM embedder (llm/embeddings.py: 1 on shared cores)
+    # how MiniLM is computed: onnx (ONNX Runtime, the same vectors at half the CPU) or torch (llm/minilm_onnx.py)
+    embed_runtime: Literal["onnx", "torch"] = "onnx"
     rate_limit_path: str | None = None  # shared token buckets; default <results_root>/.cache/ratelimit.sqlite
     max_cost_usd: float | None = Field(None, gt=0)  # the sweep's budget, across processes (llm/budget.py)
     retry: RetryPolicy = RetryPolicy()

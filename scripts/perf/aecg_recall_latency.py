@@ -33,6 +33,7 @@ from aecg_bench.aecg.predicate import Predicate
 from aecg_bench.aecg.store import Store
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryServices
+from aecg_bench.llm.cpu_build import cpu_model
 from aecg_bench.llm.embeddings import Embedder
 from aecg_bench.types import LEVELS, RecallQuery, Task
 
@@ -81,8 +82,9 @@ def build_state(n: int, seed: int = 0) -> dict:
     return {"store": store.to_dict()}
 
 
-def measure(n: int, queries: int, backend: str) -> dict[str, float]:
-    mem = AECGMemory({}, services=MemoryServices(llm=None, embedder=Embedder(backend), audit=AuditLog(), seed=0))
+def measure(n: int, queries: int, backend: str, runtime: str = "onnx") -> dict[str, float]:
+    embedder = Embedder(backend, runtime=runtime)
+    mem = AECGMemory({}, services=MemoryServices(llm=None, embedder=embedder, audit=AuditLog(), seed=0))
     state = build_state(n)
     t0 = time.perf_counter()
     mem.load_state_dict(state)
@@ -117,13 +119,15 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--backend", choices=["lexical", "minilm"], default="lexical")
+    ap.add_argument("--runtime", choices=["onnx", "torch"], default="onnx", help="how MiniLM is computed")
     args = ap.parse_args()
     threads = os.environ["OPENBLAS_NUM_THREADS"]
     print(
-        f"AECG recall latency, backend={args.backend}, {args.queries} queries, BLAS threads {threads} (targets: median < 50 ms, p95 < 100 ms; a fresh embedder per size: cold memo)"
+        f"AECG recall latency, backend={args.backend} ({args.runtime}), {args.queries} queries, BLAS threads {threads} (targets: median < 50 ms, p95 < 100 ms; a fresh embedder per size: cold memo)"
     )
+    print(f"{cpu_model()}, {os.cpu_count()} cores")
     for n in args.sizes:
-        r = measure(n, args.queries, args.backend)
+        r = measure(n, args.queries, args.backend, args.runtime)
         verdict = "ok" if r["p50_ms"] < 50 and r["p95_ms"] < 100 else "OVER TARGET"  # issue 36's targets
         print(
             f"n={n:>6}: load+index {r['load_s']:.2f}s  recall mean {r['mean_ms']:.2f} ms  p50 {r['p50_ms']:.2f}  "

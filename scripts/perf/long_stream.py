@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aecg_bench.llm.cpu_build import cpu_model
+
 ROOT = Path(__file__).resolve().parents[2]
 TIME_RATIO_TARGET = 1.5
 AECG_FOLDER_TARGET_MB = 200.0
@@ -121,16 +123,6 @@ def run_one(tree: Path, method: str, n: int, root: Path, extra: list[str] | None
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def export(ref: str, into: Path) -> Path:

@@ -2,14 +2,16 @@
 
 For each baseline, a synthetic memory of N stored units (MemoryBank memories,
 ReasoningBank entries of 3 items, G-Memory trials with a query graph and 20
-insights, ConMem cards with a relation graph, MacNet-M solutions) is loaded
+insights, ConMem cards with a relation graph, MacNet-M solutions, EDV shared and
+private items) is loaded
 through `load_state_dict`, exactly as a resumed run loads a snapshot. The
 first recall builds the derived indexes (reported as "load"); then distinct
 queries are timed one by one (median and p95). Texts are drawn from a Zipf-like
 vocabulary of pseudo-words, so queries overlap some entries and not others, as
 task texts do. No LLM is called (G-Memory's optional LLM reranking is off, as
 by default); query embedding is included, with the run's default embedder
-(MiniLM, one torch thread as in a run: runtime.embed_threads).
+(MiniLM on ONNX Runtime, one thread, as in a run: runtime.embed_runtime and
+runtime.embed_threads; `--runtime torch` for the torch baseline).
 
 Cold embedding memo (issue 36): every method and size gets its own embedder, so
 no query vector is served from another measurement's memo, and its own queries
@@ -40,13 +42,16 @@ from typing import Any
 from aecg_bench import registry
 from aecg_bench.audit import AuditLog
 from aecg_bench.contracts import MemoryMethod, MemoryServices
+from aecg_bench.llm import LLMClient, ModelSpec
+from aecg_bench.llm.cache import ResponseCache
 from aecg_bench.llm.embeddings import Embedder
 from aecg_bench.types import RecallQuery, Task
 
 TARGET_MS = 50.0  # median; p95 target: P95_TARGET_MS
 P95_TARGET_MS = 100.0
-BASELINES = ("memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m")
+BASELINES = ("memorybank", "reasoningbank", "g_memory", "conmem", "macnet_m", "edv")
 ROLES = ("actor", "planner", "critic")
+EDV_POOL = ("m1", "m2", "m3")
 
 
 class Texts:
@@ -202,19 +207,54 @@ def _macnet_m(t: Texts, n: int) -> dict[str, Any]:
     return {"next_id": n, "solutions": solutions}
 
 
+def _edv(t: Texts, n: int) -> dict[str, Any]:
+    """Shared and private items keyed by their task's instruction + opening observation (EDV's default key)."""
+    pool = EDV_POOL
+    items = []
+    for i in range(n):
+        private = i % 4 == 0
+        items.append(
+            {
+                "id": f"edv-{i}",
+                "title": t.sentence(4),
+                "description": t.sentence(12),
+                "content": t.sentence(30),
+                "task_id": f"t{i // 3}",
+                "task_type": "perf",
+                "query": f"{t.sentence()}\n{t.sentence(12)}",
+                "bank": "private" if private else "shared",
+                "owners": [pool[i % 3]] if private else [],
+                "distiller": pool[i % 3],
+                "best_candidate": 0,
+                "item_index": i % 3,
+                "visit": 0,
+            }
+        )
+    return {"items": items, "ability": [], "visits": {}, "next_id": n, "discarded": 0}
+
+
 BUILDERS: dict[str, Callable[[Texts, int], dict[str, Any]]] = {
     "memorybank": _memorybank,
     "reasoningbank": _reasoningbank,
     "g_memory": _g_memory,
     "conmem": _conmem,
     "macnet_m": _macnet_m,
+    "edv": _edv,
 }
+
+
+def pool_client() -> LLMClient:
+    """EDV's model pool, never called by recall (mock models: EDV refuses to start without its pool)."""
+    specs = {m: ModelSpec(label=m, provider="mock", model=f"mock/{m}") for m in EDV_POOL}
+    return LLMClient(specs, {"default": EDV_POOL[0]}, ResponseCache(None, "off"))
 
 
 def synthetic_memory(name: str, n: int, embedder: Embedder, seed: int = 0) -> tuple[MemoryMethod, dict[str, Any]]:
     """A baseline holding n synthetic units, loaded as a snapshot would be; also returns the state."""
     state = BUILDERS[name](Texts(seed), n)
-    services = MemoryServices(llm=None, embedder=embedder, audit=AuditLog(), seed=seed)
+    services = MemoryServices(
+        llm=pool_client() if name == "edv" else None, embedder=embedder, audit=AuditLog(), seed=seed
+    )
     memory = registry.build("memory", name, {}, services=services)
     memory.load_state_dict(state)
     return memory, state
@@ -235,9 +275,9 @@ def queries(count: int, seed: int = 1) -> list[RecallQuery]:
     ]
 
 
-def cold_embedder(backend: str, stored_cache: Path) -> Embedder:
+def cold_embedder(backend: str, stored_cache: Path, runtime: str = "onnx") -> Embedder:
     """A fresh embedder (empty memo) over the shared on-disk cache of stored texts' vectors."""
-    return Embedder(backend, stored_cache)
+    return Embedder(backend, stored_cache, runtime=runtime)
 
 
 # Queries of this invocation: a vector cache kept from an earlier one (--vector-cache) never holds them.
@@ -292,10 +332,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embedder", choices=["lexical", "minilm"], default="minilm")
     parser.add_argument("--only", nargs="+", choices=BASELINES, default=list(BASELINES))
+    parser.add_argument("--runtime", choices=["onnx", "torch"], default="onnx", help="how MiniLM is computed")
     parser.add_argument("--vector-cache", type=Path, default=None, help="on-disk cache of the stored texts' vectors")
     args = parser.parse_args()
     print(
-        f"recall latency, {args.queries} distinct queries, embedder={args.embedder}, cold memo per method and size "
+        f"recall latency, {args.queries} distinct queries, embedder={args.embedder} ({args.runtime}), cold memo per method and size "
         f"[targets: median < {TARGET_MS:.0f} ms, p95 < {P95_TARGET_MS:.0f} ms]"
     )
     print(f"{cpu_model()}, {os.cpu_count()} cores, load {load()}")
@@ -308,7 +349,7 @@ def main() -> None:
         stored_cache = args.vector_cache or Path(tmp) / "vectors.sqlite"
         for name in args.only:
             for n in args.sizes:
-                r = measure(name, n, args.queries, cold_embedder(args.embedder, stored_cache))
+                r = measure(name, n, args.queries, cold_embedder(args.embedder, stored_cache, args.runtime))
                 ok = r["median_ms"] < TARGET_MS and r["p95_ms"] < P95_TARGET_MS
                 print(
                     f"{name:<14}{n:>8}{r['load_s']:>9.2f}{r['median_ms']:>11.2f}{r['p95_ms']:>9.2f}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -29,19 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from aecg_bench.llm.cpu_build import cpu_model  # noqa: E402  (the checkout above, not an installed copy)
+
 FRAMEWORKS = ("autogen", "macnet", "agentnet")
 BENCHMARKS = ("pddl", "fever", "scienceworld", "mbpp_plus")
 MEMORIES = ("no_memory", "macnet_m", "memorybank", "conmem", "g_memory", "aecg")
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def template_run(work: Path, samples: int) -> Path:

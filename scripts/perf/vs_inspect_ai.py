@@ -33,20 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aecg_bench.llm.cpu_build import cpu_model
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".perf" / "inspect-venv"
 PINS = ["inspect-ai==0.3.285", "openai==3.57.0"]  # what was measured (docs/infra/speed.md)
 LATENCY_S = 0.2
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def load() -> str:
