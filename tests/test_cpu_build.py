@@ -128,6 +128,8 @@ def test_the_cpu_model_is_read_from_cpuinfo_and_named_unknown_when_unreadable(tm
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B14\nflags\t: sse\n")
     assert cpu_build.cpu_model(info) == "AMD EPYC 9B14"
+    info.write_text("model name\t: Virtual CPU: rev 2 @ 2.0GHz\n")  # a colon in the name is kept
+    assert cpu_build.cpu_model(info) == "Virtual CPU: rev 2 @ 2.0GHz"
     info.write_text("processor\t: 0\nflags\t: sse\n")
     assert cpu_build.cpu_model(info) == "unknown CPU"
     assert cpu_build.cpu_model(tmp_path / "missing") == "unknown CPU"

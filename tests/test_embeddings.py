@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aecg_bench.errors import ConfigError
-from aecg_bench.llm.embeddings import Embedder, cosine_top_k
+from aecg_bench.llm.embeddings import Embedder, cosine_top_k, lexical_vector
 
 
 def test_lexical_similarity_ranks_related_text_first(tmp_path):
@@ -15,6 +15,12 @@ def test_lexical_similarity_ranks_related_text_first(tmp_path):
     top = cosine_top_k(emb.embed_one("pick up ball"), emb.embed(docs), 2)
     assert top[0][0] == 0 and top[0][1] > top[1][1]
     assert np.allclose(np.linalg.norm(emb.embed(docs), axis=1), 1.0, atol=1e-5)
+
+
+def test_the_default_embedder_is_lexical_and_computes_lexical_vectors():
+    emb = Embedder()
+    assert emb.describe()["backend"] == "lexical" and emb.dim == 1024
+    assert np.array_equal(emb.embed(["pick up the ball"])[0], lexical_vector("pick up the ball"))
 
 
 def test_embedding_cache_is_shared_across_instances(tmp_path, monkeypatch):
@@ -26,7 +32,7 @@ def test_embedding_cache_is_shared_across_instances(tmp_path, monkeypatch):
 
 
 def test_unknown_backend_names_the_choices():
-    with pytest.raises(ConfigError, match="valid choices: lexical, minilm"):
+    with pytest.raises(ConfigError, match=r"^unknown embedding backend 'bert'; valid choices: lexical, minilm, qwen3"):
         Embedder("bert")
 
 
