@@ -527,7 +527,9 @@ def test_a_process_exit_from_inside_the_run_is_recorded_interrupted_and_a_rerun_
         run_from_config(cfg)
     rd = _rd(_root(cfg))
     header = json.loads(rd.run_json.read_text())
-    assert header["status"] == "interrupted" and header["error"] == "the process exited (exit code 144); rerun to resume"
+    assert (
+        header["status"] == "interrupted" and header["error"] == "the process exited (exit code 144); rerun to resume"
+    )
     assert header["sessions"][-1][1] == header["finished_at"], "the session is closed when the process exits"
     monkeypatch.setattr(batch, "_run_item", real)
     resumed = run_from_config(cfg)  # in this same process: only if the lock was released
