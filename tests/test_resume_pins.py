@@ -9,6 +9,7 @@ recording memory, 10 items: well under a second each.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -599,3 +600,38 @@ def test_a_memory_free_run_resumed_with_two_items_left_runs_them_at_once_and_equ
     assert [{k: r[k] for k in keep} for r in rd.records()] == [{k: r[k] for k in keep} for r in clean.records()]
     a, b = rd.records()[-2:]
     assert a["started_at"] < b["started_at"] + b["seconds"] and b["started_at"] < a["started_at"] + a["seconds"]
+
+
+def test_pruning_keeps_the_newest_snapshots_and_each_phase_end_also_across_a_resume(make_config, monkeypatch):
+    """runtime.snapshot_keep newest snapshots plus the one at each phase end (warm-up ends at record 5)."""
+    args = (*RUN[:-1], "protocol.warmup_fraction=0.5", "protocol.snapshot_every=1", "runtime.snapshot_keep=2")
+    clean = RunDir(results_dir_of(run_from_config(make_config(*args, "experiment_name=clean"))))
+    assert {r["phase"] for r in clean.records()[:5]} == {"warmup"} and clean.records()[5]["phase"] == "eval"
+    want = ["snapshot-000005.json", "snapshot-000009.json", "snapshot-000010.json"]
+    assert sorted(_snapshots(clean)) == want
+    rd = _crash_at(monkeypatch, make_config(*args, "experiment_name=crashed"), 7)
+    assert sorted(_snapshots(rd)) == ["snapshot-000005.json", "snapshot-000006.json", "snapshot-000007.json"]
+    run_from_config(make_config(*args, "experiment_name=crashed"))
+    assert _snapshots(rd) == _snapshots(clean)
+
+
+def test_a_snapshot_cadence_scaled_by_the_state_size_carries_over_a_resume(make_config, monkeypatch, replayed):
+    """runtime.snapshot_bytes_per_record: after a snapshot of s bytes the next waits ceil(s / budget) records; a
+    resumed run counts that wait from the snapshot it restored, so it takes the uninterrupted run's snapshots."""
+    args = (
+        *RUN[:-1],
+        "protocol.snapshot_every=1",
+        "runtime.snapshot_bytes_per_record=1000",
+        "runtime.snapshot_keep=100",
+    )
+    clean = RunDir(results_dir_of(run_from_config(make_config(*args, "experiment_name=clean"))))
+    snaps = [clean.read_snapshot(clean.memory_dir / name) for name in sorted(_snapshots(clean))]
+    assert len(snaps) < N, "spaced out: the state is larger than one record's budget"
+    for a, b in itertools.pairwise(snaps):
+        assert b.records_seq - a.records_seq >= -(-a.nbytes // 1000) or b.records_seq == N, (a, b)
+    # just after a restorable snapshot that the next one follows 3 or more records later: not yet due again
+    cut = next(a.records_seq for a, b in itertools.pairwise(snaps) if b.records_seq - a.records_seq >= 3) + 1
+    rd = _crash_at(monkeypatch, make_config(*args, "experiment_name=crashed"), cut)
+    run_from_config(make_config(*args, "experiment_name=crashed"))
+    assert replayed == [cut - 1]
+    assert _snapshots(rd) == _snapshots(clean)
