@@ -331,6 +331,17 @@ def test_rerunning_a_finished_run_runs_and_replays_nothing(make_config, clean, r
     assert again["resumes"][-1]["found"] == "complete" and again["resumes"][-1]["done"] == N
 
 
+def test_rerunning_a_finished_run_writes_no_snapshot_even_when_its_newest_is_gone(make_config, clean, replayed):
+    """Nothing left to run: the state is rebuilt (from the previous snapshot and the records after it) but no
+    snapshot is written; the folder keeps what it had."""
+    newest = clean.memory_dir / f"snapshot-{N:06d}.json"
+    newest.unlink()
+    before = _snapshots(clean), clean.samples_file.read_bytes()
+    again = run_from_config(make_config(*RUN, "experiment_name=clean"))
+    assert again["status"] == "complete" and replayed == [9]
+    assert (_snapshots(clean), clean.samples_file.read_bytes()) == before
+
+
 def test_snapshot_files_read_back_as_written_and_are_listed_newest_first(tmp_path):
     rd = RunDir(tmp_path / "run")
     rd.create()
