@@ -507,6 +507,37 @@ def test_a_bad_snapshot_falls_back_and_the_result_equals_a_clean_run(make_config
     assert final_state["state"] == clean_state["state"]
 
 
+def test_a_process_exit_from_inside_the_run_is_recorded_interrupted_and_a_rerun_resumes_it(make_config, monkeypatch):
+    """submitit requeues a job that reached its time limit by sys.exit from its signal handler, wherever the run
+    is (the local executor's code 144): the run is `interrupted`, not left `running`, and the requeued job resumes."""
+    import aecg_bench.runner.batch as batch
+
+    cfg = make_config(*RUN)
+    real = batch._run_item
+    calls = {"n": 0}
+
+    def requeued(*a, **kw):
+        if calls["n"] == 5:
+            raise SystemExit(144)
+        calls["n"] += 1
+        return real(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_item", requeued)
+    with pytest.raises(SystemExit):
+        run_from_config(cfg)
+    rd = _rd(_root(cfg))
+    header = json.loads(rd.run_json.read_text())
+    assert (
+        header["status"] == "interrupted" and header["error"] == "the process exited (exit code 144); rerun to resume"
+    )
+    assert header["sessions"][-1][1] == header["finished_at"], "the session is closed when the process exits"
+    monkeypatch.setattr(batch, "_run_item", real)
+    resumed = run_from_config(cfg)  # in this same process: only if the lock was released
+    assert resumed["status"] == "complete" and resumed["resumes"][-1]["found"] == "interrupted"
+    assert resumed["resumes"][-1]["done"] == 5
+    assert sorted(r["position"] for r in rd.records()) == list(range(8))
+
+
 def test_a_garbled_audit_line_is_set_aside_not_fatal(finished):
     cfg, rd, _ = finished
     lines = rd.audit_file.read_text().splitlines()

@@ -90,3 +90,15 @@ def test_recall_does_not_scan_every_trial_of_a_shared_instruction():
     memory._by_similarity = lambda qvec, ids: reads.append(len(ids)) or real(qvec, ids)  # type: ignore[method-assign]
     memory.recall(bm.query(SHARED, "q"))
     assert reads and max(reads) <= 2, reads  # 2 x successful_topk newest of the node, not 400
+
+
+def test_a_label_recall_shows_none_of_is_not_read_at_all():
+    """With no slot for successes (successful_topk 0), recall reads no successful trial of the node at all."""
+    memory, _ = _pair(successful_topk=0)
+    for i in range(60):
+        memory.observe(bm.episode(SHARED, f"t{i}", i % 3 != 0))
+    reads: list[int] = []
+    real = memory._by_similarity
+    memory._by_similarity = lambda qvec, ids: reads.append(len(ids)) or real(qvec, ids)  # type: ignore[method-assign]
+    assert [item.kind for item in memory.recall(bm.query(SHARED, "q"))].count("trajectory") == 0
+    assert reads and max(reads) <= 2, reads  # the 2 x failed_topk newest failures, not the node's 40 successes

@@ -117,7 +117,13 @@ def test_cluster_launcher_sweep_killed_midway_resumes_to_the_same_results(tmp_pa
 
 def test_a_timed_out_submitit_job_is_requeued_and_resumes_its_run(tmp_path):
     """submitit signals a job shortly before its time limit (here 1 min, signal 30 s before); the launcher's
-    checkpoint requeues it, and the requeued job continues the run directory instead of starting over."""
+    checkpoint requeues it, and the requeued job continues the run directory instead of starting over.
+
+    The run must outlive the signal whatever the machine's load: its samples run one at a time (No-Memory
+    samples would otherwise run 4 at once, runner/concurrent.py: the run ended in 15 s, unsignalled) and the
+    model's delays alone (27 calls x 2 s = 54 s) exceed the 30 s after which the local executor signals.
+    That executor counts the 30 s in 1/24 s sleeps, which a loaded machine stretches, and each requeued job
+    spends its first seconds starting Python, so up to 8 requeues are allowed (submitit's local default is 3)."""
     root = tmp_path / "results"
     cmd = [
         sys.executable,
@@ -125,7 +131,7 @@ def test_a_timed_out_submitit_job_is_requeued_and_resumes_its_run(tmp_path):
         "aecg_bench.run",
         "-m",
         "model=mock",
-        "+model.models.mock.options.delay_s=1.5",  # a slow model: the run outlives the job's time limit
+        "+model.models.mock.options.delay_s=2",  # a slow model: the run outlives the job's time limit
         "framework=single",
         "benchmark=toy",
         "benchmark.params.size=8",
@@ -133,6 +139,8 @@ def test_a_timed_out_submitit_job_is_requeued_and_resumes_its_run(tmp_path):
         "seed=0",
         "hydra/launcher=submitit_local",
         "hydra.launcher.timeout_min=1",
+        "+hydra.launcher.max_num_timeout=8",
+        "runtime.concurrent_samples=1",
         f"runtime.results_root={root}",
         "runtime.progress=false",
     ]
@@ -147,3 +155,7 @@ def test_a_timed_out_submitit_job_is_requeued_and_resumes_its_run(tmp_path):
     records = RunDir(run).records()
     assert sorted(r["position"] for r in records) == list(range(8))  # each sample once: resumed, not redone
     assert all(r["status"] == "ok" for r in records)
+    header = RunDir(run).read_header()
+    assert header["status"] == "complete" and header["sample_concurrency"]["width"] == 1
+    # each requeued job found the run its predecessor left 'interrupted' (submitit exits from inside the run)
+    assert [r["found"] for r in header["resumes"]] == ["interrupted"] * (len(starts) - 1), header["resumes"]

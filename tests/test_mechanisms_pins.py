@@ -743,6 +743,21 @@ def test_the_validated_pool_follows_the_configured_bounds(tmp_path, runner):
         P.run_mechanism(raw)
 
 
+def test_a_rehearsal_corrupts_as_many_validated_skills_as_there_are_up_to_the_configured_count(tmp_path, runner):
+    """A rehearsal's short warm-up validates few skills: it corrupts those it has (at most `corrupt.skills`); a
+    real run with too few is refused in one line."""
+    raw = composed(tmp_path, "experiment=aecg_rq3_drift_smoke", "mechanism.seeds=[0]")
+    raw["mechanism"]["corrupt"]["skills"] = 5
+    with pytest.raises(ConfigError, match=r"has 3 validated skills"):
+        P.run_mechanism(raw)
+    written = tmp_path / "aecg_rq3_drift-smoke" / "start" / "seed=0" / "corruption.json"
+    for asked, corrupted in ((5, 3), (2, 2)):
+        raw["mechanism"]["corrupt"]["skills"] = asked
+        P.run_mechanism({**raw, "rehearsal": True})
+        skills = json.loads(written.read_text())["skills"]
+        assert len(skills) == corrupted and {c["skill"] for c in skills} <= {"s0.v1", "s1.v1", "s2.v1"}
+
+
 def test_a_config_without_a_mechanism_test_is_refused(tmp_path, runner):
     raw = composed(tmp_path, "framework=agentnet")
     with pytest.raises(ConfigError, match=r"^mechanism.test None is not one of"):

@@ -9,6 +9,7 @@ recording memory, 10 items: well under a second each.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -330,6 +331,17 @@ def test_rerunning_a_finished_run_runs_and_replays_nothing(make_config, clean, r
     assert again["resumes"][-1]["found"] == "complete" and again["resumes"][-1]["done"] == N
 
 
+def test_rerunning_a_finished_run_writes_no_snapshot_even_when_its_newest_is_gone(make_config, clean, replayed):
+    """Nothing left to run: the state is rebuilt (from the previous snapshot and the records after it) but no
+    snapshot is written; the folder keeps what it had."""
+    newest = clean.memory_dir / f"snapshot-{N:06d}.json"
+    newest.unlink()
+    before = _snapshots(clean), clean.samples_file.read_bytes()
+    again = run_from_config(make_config(*RUN, "experiment_name=clean"))
+    assert again["status"] == "complete" and replayed == [9]
+    assert (_snapshots(clean), clean.samples_file.read_bytes()) == before
+
+
 def test_snapshot_files_read_back_as_written_and_are_listed_newest_first(tmp_path):
     rd = RunDir(tmp_path / "run")
     rd.create()
@@ -515,3 +527,122 @@ def test_records_of_positions_no_longer_in_the_stream_are_skipped_by_replay(make
     rd.samples_file.write_text(json.dumps({**first, "position": 99}) + "\n" + rd.samples_file.read_text())
     run_from_config(cfg)
     assert replayed == list(range(7)), "the stray record is passed over, the ones after it replayed"
+
+
+def test_a_run_stopped_twice_keeps_each_sessions_span_and_counts_their_sum(make_config, monkeypatch):
+    """run.json's `sessions`: a span its run closed (an error recorded) keeps its end; a span a kill -9 left open
+    ends at its last record's end; the resumed span closes when the run ends; `active_seconds` is their sum."""
+    cfg = make_config(*RUN)
+    rd = _crash_at(monkeypatch, cfg, 3)  # stopped by an error: the span is closed in run.json
+    first = _header(rd)["sessions"]
+    real = batch.execute_item
+    left: list[dict] = []
+
+    def killed(services, item, seed, llm):
+        if item.position == 6:  # what a kill -9 now leaves: run.json 'running', its last span open
+            left.append(rd.read_header())
+            raise RuntimeError("killed")
+        return real(services, item, seed, llm)
+
+    monkeypatch.setattr(batch, "execute_item", killed)
+    with pytest.raises(RuntimeError):
+        run_from_config(cfg)
+    rd.run_json.write_text(json.dumps(left[0]))
+    assert left[0]["status"] == "running" and left[0]["sessions"][-1][1] is None
+    monkeypatch.setattr(batch, "execute_item", real)
+    final = run_from_config(cfg)
+    spans = final["sessions"]
+    assert len(spans) == 3 and spans[0] == first[0], "the first stop's span as it was recorded"
+    second = [r for r in rd.records() if r["position"] in (3, 4, 5)]
+    assert spans[1] == [left[0]["sessions"][-1][0], max(r["started_at"] + r["seconds"] for r in second)]
+    assert spans[1][1] <= spans[2][0] and spans[2][1] == final["finished_at"]
+    assert final["active_seconds"] == round(sum(end - start for start, end in spans), 3)
+
+
+def test_run_json_says_how_many_samples_ran_at_once_and_why(make_config):
+    header = _header(RunDir(results_dir_of(run_from_config(make_config(*RUN)))))
+    assert header["sample_concurrency"]["width"] == 4, "the mock model allows 4 calls at once"
+    assert header["sample_concurrency"]["why"] == "sequential: framework 'agentnet' adapts across tasks (observe)"
+    assert set(header["sample_concurrency"]["phases"].values()) == {1}
+    wide = make_config(*RUN, "runtime.concurrent_samples=2", "experiment_name=two")
+    assert _header(RunDir(results_dir_of(run_from_config(wide))))["sample_concurrency"]["width"] == 2
+
+
+def test_a_memory_free_run_resumed_with_two_items_left_runs_them_at_once_and_equals_an_uninterrupted_run(
+    make_config, monkeypatch
+):
+    """No-Memory samples are independent (runner/concurrent.py): the two items left after a crash run at once on
+    2 workers (their model calls overlap in time), and the records are those of an uninterrupted run."""
+    n = 4
+    args = (
+        "benchmark=toy",
+        f"benchmark.params.size={n}",
+        "framework=single",
+        "memory=no_memory",
+        "runtime.concurrent_samples=2",
+        "+model.models.mock.options.delay_s=0.1",
+        "runtime.cache.mode=off",  # the resumed items call the model (and wait) instead of reading the clean run's
+    )
+    clean = RunDir(results_dir_of(run_from_config(make_config(*args, "experiment_name=clean"))))
+    cfg = make_config(*args, "experiment_name=crashed")
+    real = batch.execute_item
+    calls = {"n": 0}
+
+    def crashing(*a, **kw):  # the first run one item at a time; it stops at its third item
+        calls["n"] += 1
+        if calls["n"] == n - 1:
+            raise RuntimeError("injected crash")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(batch, "_run_together", lambda plan, services, group, width: ((it, None) for it in group))
+    monkeypatch.setattr(batch, "execute_item", crashing)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        run_from_config(cfg)
+    monkeypatch.undo()
+    root = Path(cfg["runtime"]["results_root"])
+    rd = RunDir(
+        results_dir(
+            root, experiment="crashed", benchmark="toy", framework="single", memory="no_memory", model="mock", seed=0
+        )
+    )
+    assert len(rd.records()) == n - 2
+    assert run_from_config(cfg)["status"] == "complete"
+    keep = ("position", "attempt", "sample_id", "phase", "epoch", "seed", "status", "success", "value", "steps")
+    assert [{k: r[k] for k in keep} for r in rd.records()] == [{k: r[k] for k in keep} for r in clean.records()]
+    a, b = rd.records()[-2:]
+    assert a["started_at"] < b["started_at"] + b["seconds"] and b["started_at"] < a["started_at"] + a["seconds"]
+
+
+def test_pruning_keeps_the_newest_snapshots_and_each_phase_end_also_across_a_resume(make_config, monkeypatch):
+    """runtime.snapshot_keep newest snapshots plus the one at each phase end (warm-up ends at record 5)."""
+    args = (*RUN[:-1], "protocol.warmup_fraction=0.5", "protocol.snapshot_every=1", "runtime.snapshot_keep=2")
+    clean = RunDir(results_dir_of(run_from_config(make_config(*args, "experiment_name=clean"))))
+    assert {r["phase"] for r in clean.records()[:5]} == {"warmup"} and clean.records()[5]["phase"] == "eval"
+    want = ["snapshot-000005.json", "snapshot-000009.json", "snapshot-000010.json"]
+    assert sorted(_snapshots(clean)) == want
+    rd = _crash_at(monkeypatch, make_config(*args, "experiment_name=crashed"), 7)
+    assert sorted(_snapshots(rd)) == ["snapshot-000005.json", "snapshot-000006.json", "snapshot-000007.json"]
+    run_from_config(make_config(*args, "experiment_name=crashed"))
+    assert _snapshots(rd) == _snapshots(clean)
+
+
+def test_a_snapshot_cadence_scaled_by_the_state_size_carries_over_a_resume(make_config, monkeypatch, replayed):
+    """runtime.snapshot_bytes_per_record: after a snapshot of s bytes the next waits ceil(s / budget) records; a
+    resumed run counts that wait from the snapshot it restored, so it takes the uninterrupted run's snapshots."""
+    args = (
+        *RUN[:-1],
+        "protocol.snapshot_every=1",
+        "runtime.snapshot_bytes_per_record=1000",
+        "runtime.snapshot_keep=100",
+    )
+    clean = RunDir(results_dir_of(run_from_config(make_config(*args, "experiment_name=clean"))))
+    snaps = [clean.read_snapshot(clean.memory_dir / name) for name in sorted(_snapshots(clean))]
+    assert len(snaps) < N, "spaced out: the state is larger than one record's budget"
+    for a, b in itertools.pairwise(snaps):
+        assert b.records_seq - a.records_seq >= -(-a.nbytes // 1000) or b.records_seq == N, (a, b)
+    # just after a restorable snapshot that the next one follows 3 or more records later: not yet due again
+    cut = next(a.records_seq for a, b in itertools.pairwise(snaps) if b.records_seq - a.records_seq >= 3) + 1
+    rd = _crash_at(monkeypatch, make_config(*args, "experiment_name=crashed"), cut)
+    run_from_config(make_config(*args, "experiment_name=crashed"))
+    assert replayed == [cut - 1]
+    assert _snapshots(rd) == _snapshots(clean)

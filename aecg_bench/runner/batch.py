@@ -14,8 +14,10 @@ after the items that followed it, so its memory context includes them.
 
 Only the process holding the run's lock writes anything, and it records how
 the run ended: `complete`/`incomplete`, `failed` (with a one-line `error`) when
-an error stops it, `interrupted` on Ctrl-C or SIGTERM or when its model's
-endpoint stays down past the outage window.
+an error stops it, `interrupted` on Ctrl-C or SIGTERM, when the process exits
+from inside the run (submitit requeues a job that reached its time limit by
+`sys.exit` from its signal handler), or when its model's endpoint stays down
+past the outage window.
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ def run_plan(
             return _execute(plan, services, audit, rd, redact, header)
         except KeyboardInterrupt:
             _record_end(rd, header, "interrupted", "stopped by a signal (Ctrl-C or SIGTERM); rerun to resume")
+            raise
+        except SystemExit as exc:  # submitit's handler of a job's time-limit signal exits from inside the run
+            _record_end(rd, header, "interrupted", f"the process exited (exit code {exc.code}); rerun to resume")
             raise
         except AecgBenchError as exc:
             # a budget stop is not a failure (a rerun with a larger budget continues), nor is an outage
