@@ -42,6 +42,7 @@ from aecg_bench.aecg.intervention import (
 )
 from aecg_bench.aecg.mock_policy import mock_policy
 from aecg_bench.aecg.objects import Fixture, Judgement, Skill, SkillContent
+from aecg_bench.aecg.params import AdmissionParams
 from aecg_bench.aecg.predicate import Predicate
 from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Task, Trajectory
@@ -471,8 +472,15 @@ def test_the_attribution_grammar_allows_the_offered_ids_the_levels_the_modes_and
     LlamaGrammar.from_string(odd, verbose=False)
     assert matches(odd, grammar_shaped(skill_id='we"ird\\id'))
     assert parse_judgement(grammar_shaped(skill_id='we"ird\\id'), 0, {'we"ird\\id': "team"}).skill_id == 'we"ird\\id'
-    with pytest.raises(ValueError, match="at least one candidate"):
+    # an id with a non-ASCII letter or a control character: the reply writes it as JSON does
+    uni = prompts.attribution_grammar(["mé", "a\tb"], 16)
+    LlamaGrammar.from_string(uni, verbose=False)
+    assert matches(uni, grammar_shaped().replace('"s1.v1"', '"mé"'))
+    assert matches(uni, grammar_shaped(skill_id="a\tb")) and "\t" not in uni
+    with pytest.raises(ValueError, match=r"^a failure-attribution grammar needs at least one candidate id$"):
         prompts.attribution_grammar([])
+    # the default bound is the parameter's default
+    assert "{1,16}" in prompts.attribution_grammar(["s1.v1"]) and AdmissionParams().grammar_max_chars == 16
 
 
 def test_the_attribution_grammar_keeps_the_prompts_keys_in_its_order_and_its_replies_parse():

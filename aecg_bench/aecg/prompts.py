@@ -117,9 +117,9 @@ ws ::= " "?
 
 
 def _gbnf_literal(text: str) -> str:
-    """`text` as a GBNF string literal (quotes, backslashes and control characters escaped)."""
+    """`text` as a GBNF string literal: backslashes and quotes escaped (the callers pass JSON strings, in
+    which `json.dumps` has already escaped every control character)."""
     out = text.replace("\\", "\\\\").replace('"', '\\"')
-    out = re.sub(r"[\x00-\x1f]", lambda m: f"\\x{ord(m.group()):02X}", out)
     return f'"{out}"'
 
 
