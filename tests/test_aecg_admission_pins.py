@@ -9,11 +9,16 @@ framework in test_aecg_memory.py / test_aecg_fixes.py / test_aecg_governance_pin
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from aecg_fixtures import episode, events, make_memory
+from conftest import mock_client
+from gbnf_check import matches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aecg_bench.aecg import prompts
 from aecg_bench.aecg.admission import (
     Candidate,
     attribution_payload,
@@ -35,8 +40,11 @@ from aecg_bench.aecg.intervention import (
     route,
     skill_payload,
 )
+from aecg_bench.aecg.mock_policy import mock_policy
 from aecg_bench.aecg.objects import Fixture, Judgement, Skill, SkillContent
+from aecg_bench.aecg.params import AdmissionParams
 from aecg_bench.aecg.predicate import Predicate
+from aecg_bench.llm.mock import register_mock_policy
 from aecg_bench.types import Action, DecisionNode, Episode, Outcome, Task, Trajectory
 
 SCOPES = {"s1.v1": "team", "m3": "agent"}
@@ -410,3 +418,155 @@ def test_an_exact_id_wins_over_a_case_insensitive_match():
 def test_a_refused_scope_keeps_the_mean_and_no_failure_mode():
     att = decide([judged(0, scope="agent"), judged(1, scope="agent", confidence=0.7)], SCOPES, 0.7)
     assert (att.admitted, att.failure_mode) == (None, "unclear") and att.mean_confidence == pytest.approx(0.8)
+
+
+# -- the failure-attribution grammar (a decoding aid for grammar-capable models) -----------------------
+
+GRAMMAR_VERDICT = {
+    "abstain": False,
+    "skill_id": "s1.v1",
+    "scope": "team",
+    "clause": "enter the code",
+    "behaviour": "typed 317",
+    "alternatives_considered": "agent error",
+    "failure_mode": "procedure",
+    "confidence": 0.85,
+}
+
+
+def grammar_shaped(**kw) -> str:
+    """A verdict as the grammar writes it: the prompt's keys in its order, `": "` and `", "` separators."""
+    return "{ " + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in {**GRAMMAR_VERDICT, **kw}.items()) + " }"
+
+
+def test_the_attribution_grammar_allows_the_offered_ids_the_levels_the_modes_and_bounded_fields_only():
+    from llama_cpp import LlamaGrammar
+
+    grammar = prompts.attribution_grammar(["s1.v1", "m3"], 16)
+    LlamaGrammar.from_string(grammar, verbose=False)  # compiles (a bad grammar raises)
+    assert matches(grammar, grammar_shaped())
+    assert matches(grammar, grammar_shaped(skill_id="m3", scope="agent", failure_mode="applicability"))
+    assert matches(grammar, grammar_shaped(abstain=True, skill_id=None, scope=None, failure_mode="unclear"))
+    for confidence in (0, 1, 0.7, 0.05, 1.0):
+        assert matches(grammar, grammar_shaped(confidence=confidence)), confidence
+    refused = [
+        {"skill_id": "s2.v1"},  # an object this call did not offer
+        {"skill_id": "s1.v1 "},
+        {"scope": "flat"},
+        {"failure_mode": "weather"},
+        {"confidence": 1.5},
+        {"confidence": 0.123},
+        {"confidence": -0.1},
+        {"abstain": "no"},
+        {"clause": "x" * 17},
+        {"behaviour": ""},
+        {"alternatives_considered": "two\nlines"},
+    ]
+    for change in refused:
+        assert not matches(grammar, grammar_shaped(**change)), change
+    assert not matches(grammar, grammar_shaped().replace('"scope": "team", ', ""))  # every key, in order
+    long = prompts.attribution_grammar(["s1.v1"], 40)
+    assert matches(long, grammar_shaped(clause="x" * 40)) and not matches(long, grammar_shaped(skill_id="m3"))
+    # ids that need escaping become JSON string literals the verdict parser reads back
+    odd = prompts.attribution_grammar(['we"ird\\id'], 16)
+    LlamaGrammar.from_string(odd, verbose=False)
+    assert matches(odd, grammar_shaped(skill_id='we"ird\\id'))
+    assert parse_judgement(grammar_shaped(skill_id='we"ird\\id'), 0, {'we"ird\\id': "team"}).skill_id == 'we"ird\\id'
+    # an id with a non-ASCII letter or a control character: the reply writes it as JSON does
+    uni = prompts.attribution_grammar(["mé", "a\tb"], 16)
+    LlamaGrammar.from_string(uni, verbose=False)
+    assert matches(uni, grammar_shaped().replace('"s1.v1"', '"mé"'))
+    assert matches(uni, grammar_shaped(skill_id="a\tb")) and "\t" not in uni
+    with pytest.raises(ValueError, match=r"^a failure-attribution grammar needs at least one candidate id$"):
+        prompts.attribution_grammar([])
+    # the default bound is the parameter's default
+    assert "{1,16}" in prompts.attribution_grammar(["s1.v1"]) and AdmissionParams().grammar_max_chars == 16
+
+
+def test_the_attribution_grammar_keeps_the_prompts_keys_in_its_order_and_its_replies_parse():
+    template = prompts.messages(prompts.FAILURE_ATTRIBUTION, {})[0]["content"].splitlines()[-1]
+    keys = re.findall(r'"(\w+)":', template)
+    assert re.findall(r'\\"(\w+)\\": ', prompts.attribution_grammar(["s1.v1"]).splitlines()[0]) == keys
+    j = parse_judgement(grammar_shaped(), 1, SCOPES)
+    assert (j.abstain, j.skill_id, j.scope, j.confidence, j.failure_mode) == (False, "s1.v1", "team", 0.85, "procedure")
+    assert (j.clause, j.behaviour, j.reason) == ("enter the code", "typed 317", "agent error")
+
+
+JUDGE_REQUESTS: list = []
+
+
+def recording_judge(request, spec):
+    """Judges answer in the grammar's shape, naming the first candidate they are shown with its scope."""
+    if prompts.kind_of(request.messages) == prompts.FAILURE_ATTRIBUTION:
+        JUDGE_REQUESTS.append(request)
+        first = prompts.payload_of(request.messages)["candidates"][0]
+        return grammar_shaped(skill_id=first["id"], scope=first["scope"])
+    return mock_policy(request, spec)
+
+
+register_mock_policy("aecg_pins_judge_grammar_shaped", recording_judge)
+
+
+@pytest.mark.parametrize("capable", [True, False])
+def test_a_grammar_capable_judge_gets_a_grammar_of_the_calls_candidates_and_its_verdict_admits_negative_evidence(
+    capable,
+):
+    JUDGE_REQUESTS.clear()
+    client = mock_client(policy="aecg_pins_judge_grammar_shaped", agent_policy="hand_agent")
+    client.models["mock"] = client.models["mock"].model_copy(update={"grammar": capable})
+    mem = make_memory({"admission": {"grammar_max_chars": 24}, "governance": False}, llm=client)
+    mem.observe(episode("a", [("t0", "team", (), (), "split"), ("a0", "agent", ("t0",), (), "merge")], True))
+    by_level = {m.level: m.id for m in mem.store.memories.values()}
+    assert set(by_level) == {"team", "agent"}
+    other = "Count the words in the text."
+    mem.observe(episode("b", [("t0", "team", (), (), "count")], True, task_type="count", instruction=other))
+    (unused,) = set(mem.store.memories) - set(by_level.values())
+    failed = [("t0", "team", (), (by_level["team"],), "split"), ("a0", "agent", ("t0",), (by_level["agent"],), "x")]
+    mem.observe(episode("c", failed, False))
+    assert len(JUDGE_REQUESTS) == 2
+    if capable:
+        grammar = JUDGE_REQUESTS[0].params["grammar"]
+        assert JUDGE_REQUESTS[1].params["grammar"] == grammar
+        offered = [c["id"] for c in prompts.payload_of(JUDGE_REQUESTS[0].messages)["candidates"]]
+        assert grammar == prompts.attribution_grammar(offered, 24) and sorted(offered) == sorted(by_level.values())
+        assert all(matches(grammar, grammar_shaped(skill_id=i, clause="y" * 24)) for i in offered)
+        assert not matches(grammar, grammar_shaped(skill_id=unused))  # stored, but not recalled in this task
+    else:  # a model without grammars (the API presets) gets the prompt alone
+        assert all("grammar" not in r.params for r in JUDGE_REQUESTS)
+    (admitted,) = events(mem, "admit_failure")
+    named = prompts.payload_of(JUDGE_REQUESTS[0].messages)["candidates"][0]["id"]
+    assert admitted["memory"] == named and admitted["reason"] == "both judges agree"
+    assert not events(mem, "unresolved_failure") and mem.store.memories[named].neg > 0
+
+
+def embedded_client(grammar: bool):
+    """SmolLM2-135M at the smoke preset's 96-token cap, with or without grammar support."""
+    from aecg_bench.llm.cache import ResponseCache
+    from aecg_bench.llm.client import LLMClient
+    from aecg_bench.llm.spec import ModelSpec
+
+    spec = ModelSpec(
+        label="local",
+        model="aecg-local/smollm2-135m-instruct-q8_0",
+        native_tools=False,
+        grammar=grammar,
+        max_output_tokens=96,  # the smoke preset's cap
+        options={"n_ctx": 1024, "n_threads": 1},  # the smoke preset's context
+    )
+    return LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))
+
+
+@pytest.mark.slow
+def test_with_the_embedded_model_the_judges_verdicts_parse_under_the_attribution_grammar():
+    """SmolLM2-135M judges a `procedures`-like failure that recalled a memory: under the grammar both verdicts
+    parse (none is "unparsable verdict"), and whatever they say, the audit records it (issue 27: without the
+    grammar every verdict on `procedures` was unparsable)."""
+    mem = make_memory({"governance": False}, llm=embedded_client(grammar=True))
+    talon = "Unlock the Talon terminal in the north wing (serial 3487). You work on the day shift team."
+    kw = {"task_type": "talon_terminal", "instruction": talon, "observation": "The Talon terminal is locked."}
+    mem.observe(episode("a", [("t0", "team", (), (), "enter 317")], True, **kw))
+    (mid,) = mem.store.memories
+    mem.observe(episode("b", [("t0", "team", (), (mid,), "enter 317")], False, **kw))
+    (event,) = events(mem, "admit_failure") or events(mem, "unresolved_failure")
+    reasons = [j["reason"] for j in event["judgements"]]
+    assert len(reasons) == 2 and "unparsable verdict" not in reasons, reasons

@@ -60,7 +60,8 @@ log = logging.getLogger("aecg_bench.aecg")
 class AECGMemory(MemoryMethod):
     name = "aecg"
     # 2: the skill abstraction carries a GBNF grammar for grammar-capable models (decoding aid)
-    version = "2"
+    # 3: so do the two failure-attribution judges (the verdict, its skill_id among the call's candidates)
+    version = "3"
     Params = AECGParams
 
     def __init__(self, params: Any = None, *, services: MemoryServices) -> None:
@@ -180,10 +181,16 @@ class AECGMemory(MemoryMethod):
         a = self.p.admission
         payload = attribution_payload(episode, candidates, a.max_trace_decisions)
         scopes = {c.id: c.scope for c in candidates}
+        grammar = prompts.attribution_grammar(list(scopes), a.grammar_max_chars)
         return [
             parse_judgement(
                 self.llm_call(
-                    prompts.FAILURE_ATTRIBUTION, payload, role=role, sample_index=i, temperature=a.judge_temperature
+                    prompts.FAILURE_ATTRIBUTION,
+                    payload,
+                    role=role,
+                    sample_index=i,
+                    temperature=a.judge_temperature,
+                    grammar=grammar,
                 ),
                 i,
                 scopes,

@@ -37,6 +37,11 @@ class AdmissionParams(Params):
     judge_temperature: float | None = Field(None, ge=0.0, description="None = the judge model's default (ours)")
     max_candidates: int = Field(8, ge=1, description="recalled objects shown to a judge (ours)")
     max_trace_decisions: int = Field(40, ge=1, description="decisions shown to a judge (ours)")
+    # decoding aid, not the paper's (prompts.attribution_grammar; dropped by providers without grammars): the
+    # string bound that keeps the embedded model's verdict under the smoke preset's 96-token cap
+    grammar_max_chars: int = Field(
+        16, ge=4, le=2000, description="characters per string of the failure-attribution grammar (ours)"
+    )
 
 
 class FormationParams(Params):

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
+
+from aecg_bench.aecg.admission import FAILURE_MODES
+from aecg_bench.types import LEVELS
 
 SKILL_ABSTRACTION = "skill_abstraction"
 FAILURE_ATTRIBUTION = "failure_attribution"
@@ -83,6 +87,40 @@ ws ::= " "?
 """
         + f'text ::= "\\"" [^"\\\\\\x00-\\x1F]{{1,{max_chars}}} "\\""\n'
     )
+
+
+def attribution_grammar(candidate_ids: Sequence[str], max_chars: int = 16) -> str:
+    """The failure-attribution verdict as GBNF, in the prompt's key order: `abstain` a boolean, `skill_id`
+    one of `candidate_ids` (the objects this call offers) or null, `scope` a level or null, then clause,
+    behaviour and alternatives considered as one-line strings of 1 to `max_chars` characters, `failure_mode`
+    one of the prompt's three and `confidence` a number in [0, 1] with at most two decimals.
+
+    A decoding aid, not the paper's (as `skill_grammar`): grammar-capable models (the embedded one) follow it,
+    other providers drop it. Without it every SmolLM2-135M verdict on `procedures` was unparsable, so no
+    negative evidence reached any skill (docs/benchmarks/procedures.md). The grammar only shapes the reply:
+    which object, which scope, the confidence and abstention are still the judge's, and the agreement rule
+    still checks that the named scope is the object's own. Built per call because the ids differ per call.
+    """
+    if not candidate_ids:
+        raise ValueError("a failure-attribution grammar needs at least one candidate id")
+    ids = " | ".join(_gbnf_literal(json.dumps(i, ensure_ascii=False)) for i in dict.fromkeys(candidate_ids))
+    scopes = " | ".join(_gbnf_literal(f'"{level}"') for level in LEVELS)
+    modes = " | ".join(_gbnf_literal(f'"{mode}"') for mode in FAILURE_MODES)
+    return (
+        r"""root ::= "{" ws "\"abstain\": " ("true" | "false") "," ws "\"skill_id\": " (id | "null") "," ws "\"scope\": " (scope | "null") "," ws "\"clause\": " text "," ws "\"behaviour\": " text "," ws "\"alternatives_considered\": " text "," ws "\"failure_mode\": " mode "," ws "\"confidence\": " confidence ws "}"
+confidence ::= "0" ("." [0-9] [0-9]?)? | "1" (".0" "0"?)?
+ws ::= " "?
+"""
+        + f"id ::= {ids}\nscope ::= {scopes}\nmode ::= {modes}\n"
+        + f'text ::= "\\"" [^"\\\\\\x00-\\x1F]{{1,{max_chars}}} "\\""\n'
+    )
+
+
+def _gbnf_literal(text: str) -> str:
+    """`text` as a GBNF string literal: backslashes and quotes escaped (the callers pass JSON strings, in
+    which `json.dumps` has already escaped every control character)."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{out}"'
 
 
 _TAG = re.compile(r"^\[aecg:(\w+)\]")
