@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aecg_bench.errors import ConfigError
-from aecg_bench.llm.embeddings import Embedder, cosine_top_k, lexical_vector
+from aecg_bench.llm.embeddings import Embedder, RemoteEmbedding, cosine_top_k, lexical_vector
 
 
 def test_lexical_similarity_ranks_related_text_first(tmp_path):
@@ -43,3 +43,11 @@ def test_minilm_ships_in_a_package_and_runs_offline(monkeypatch):
     vecs = emb.embed(["pick up the ball", "grasp the ball", "the capital of France"])
     assert vecs.shape == (3, 384)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.3
+
+
+def test_a_served_backend_without_its_model_is_one_config_error_and_a_remote_only_names_a_served_backend():
+    with pytest.raises(ConfigError, match=r"^embedding backend 'qwen3_embedding' needs embedder\.model"):
+        Embedder("qwen3_embedding")
+    remote = RemoteEmbedding("openai/Qwen/Qwen3-Embedding-4B", dim=2560)
+    assert Embedder("qwen3_embedding", remote=remote).version == "openai/Qwen/Qwen3-Embedding-4B@2560"
+    assert Embedder("lexical", remote=remote).version == Embedder.versions["lexical"]  # a stray remote is not used

@@ -40,7 +40,7 @@ def test_onnx_vectors_equal_sentence_transformers_vectors_one_by_one_and_in_a_pa
     batched = onnx.embed(TEXTS)  # one padded batch of mixed lengths
     assert onnx.runtime_used == "onnx"
     single = np.stack([Embedder("minilm", runtime="onnx").embed_one(t) for t in TEXTS])
-    fresh = minilm_onnx.load(cache_dir=tmp_path).encode(TEXTS, batch_size=3)  # a graph exported just now
+    fresh = minilm_onnx.load(1, cache_dir=tmp_path).encode(TEXTS, batch_size=3)  # a graph exported just now
     assert batched.shape == reference.shape == (len(TEXTS), 384)
     for vectors in (batched, single, fresh):
         np.testing.assert_allclose(vectors, reference, atol=2e-5)
@@ -96,20 +96,20 @@ def test_a_model_without_mean_pooling_is_refused_naming_its_folder(tmp_path) -> 
     pooling.unlink()
     pooling.write_text('{"word_embedding_dimension": 384, "pooling_mode_cls_token": true}')
     graph = minilm_onnx.export_path(weights, minilm_onnx.default_cache_dir())
-    minilm_onnx.load()  # the graph exists
+    minilm_onnx.load(1)  # the graph exists
     with pytest.raises(ValueError, match=f"^{copy}: expected mean pooling, found .*cls_token"):
-        minilm_onnx.OnnxMiniLM(copy, graph)
+        minilm_onnx.OnnxMiniLM(copy, graph, 1)
 
 
 def test_the_graph_is_exported_once_per_weights_and_torch_version(tmp_path) -> None:
-    first = minilm_onnx.load(cache_dir=tmp_path)
+    first = minilm_onnx.load(1, cache_dir=tmp_path)
     graphs = list(tmp_path.glob("*.onnx"))
     assert len(graphs) == 1 and "torch" in graphs[0].name
     stamp = graphs[0].stat().st_mtime_ns
-    second = minilm_onnx.load(cache_dir=tmp_path)
+    second = minilm_onnx.load(1, cache_dir=tmp_path)
     assert graphs[0].stat().st_mtime_ns == stamp  # reused, not exported again
     assert not list(tmp_path.glob("*.tmp"))
-    np.testing.assert_allclose(first.encode(["a b c"]), second.encode(["a b c"]))
+    np.testing.assert_allclose(first.encode(["a b c"], 8), second.encode(["a b c"], 8))
 
 
 def test_when_onnx_cannot_be_had_torch_serves_with_one_warning_line(monkeypatch, caplog) -> None:

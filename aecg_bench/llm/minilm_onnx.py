@@ -90,7 +90,7 @@ def export(weights_dir: Path, target: Path) -> Path:
 class OnnxMiniLM:
     """`encode(texts)` as sentence-transformers computes it for this model, on ONNX Runtime."""
 
-    def __init__(self, weights_dir: Path, graph: Path, threads: int = 1) -> None:
+    def __init__(self, weights_dir: Path, graph: Path, threads: int) -> None:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
@@ -108,27 +108,23 @@ class OnnxMiniLM:
         if not pooling.get("pooling_mode_mean_tokens"):
             raise ValueError(f"{weights_dir}: expected mean pooling, found {pooling}")
 
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        out = [self._batch(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
-        return np.concatenate(out) if out else np.zeros((0, 384), dtype=np.float32)
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Vectors of `texts` (at least one: the embedder computes only what its caches miss)."""
+        return np.concatenate([self._batch(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)])
 
     def _batch(self, texts: list[str]) -> np.ndarray:
         enc = self.tokenizer(  # stripped, as sentence-transformers' Transformer.tokenize does
-            [t.strip() for t in texts],
-            padding=True,
-            truncation=True,
-            max_length=self.max_seq_length,
-            return_tensors="np",
+            [t.strip() for t in texts], padding=True, truncation=True, max_length=self.max_seq_length
         )
         feeds = {name: np.asarray(enc[name], dtype=np.int64) for name in INPUTS}
         hidden = self.session.run(None, feeds)[0]
-        mask = feeds["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        # mean pooling over the real tokens, then L2 normalisation: the mean's division by the token count
+        # scales a row by a positive number, which the normalisation removes, so the sum is pooled
+        pooled = (hidden * feeds["attention_mask"][..., None]).sum(axis=1)
+        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
 
 
-def load(threads: int = 1, cache_dir: Path | None = None) -> OnnxMiniLM:
+def load(threads: int, cache_dir: Path | None = None) -> OnnxMiniLM:
     """The ONNX model, exported on first use into `cache_dir` (default ~/.cache/aecg-bench)."""
     weights = model_dir()
     graph = export_path(weights, cache_dir or default_cache_dir())
