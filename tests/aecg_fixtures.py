@@ -120,3 +120,20 @@ def drift_policy(request: Request, spec: ModelSpec) -> str:
 
 
 register_mock_policy("aecg_drift_toy", drift_policy)
+
+
+def embedded_client(grammar: bool):
+    """SmolLM2-135M at the smoke preset's 96-token cap, with or without grammar support."""
+    from aecg_bench.llm.cache import ResponseCache
+    from aecg_bench.llm.client import LLMClient
+    from aecg_bench.llm.spec import ModelSpec
+
+    spec = ModelSpec(
+        label="local",
+        model="aecg-local/smollm2-135m-instruct-q8_0",
+        native_tools=False,
+        grammar=grammar,
+        max_output_tokens=96,  # the smoke preset's cap
+        options={"n_ctx": 1024, "n_threads": 1},  # the smoke preset's context
+    )
+    return LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))

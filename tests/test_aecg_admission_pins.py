@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from aecg_fixtures import episode, events, make_memory
+from aecg_fixtures import embedded_client, episode, events, make_memory
 from conftest import mock_client
 from gbnf_check import matches
 from hypothesis import given, settings
@@ -537,23 +537,6 @@ def test_a_grammar_capable_judge_gets_a_grammar_of_the_calls_candidates_and_its_
     named = prompts.payload_of(JUDGE_REQUESTS[0].messages)["candidates"][0]["id"]
     assert admitted["memory"] == named and admitted["reason"] == "both judges agree"
     assert not events(mem, "unresolved_failure") and mem.store.memories[named].neg > 0
-
-
-def embedded_client(grammar: bool):
-    """SmolLM2-135M at the smoke preset's 96-token cap, with or without grammar support."""
-    from aecg_bench.llm.cache import ResponseCache
-    from aecg_bench.llm.client import LLMClient
-    from aecg_bench.llm.spec import ModelSpec
-
-    spec = ModelSpec(
-        label="local",
-        model="aecg-local/smollm2-135m-instruct-q8_0",
-        native_tools=False,
-        grammar=grammar,
-        max_output_tokens=96,  # the smoke preset's cap
-        options={"n_ctx": 1024, "n_threads": 1},  # the smoke preset's context
-    )
-    return LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aecg_fixtures import episode, events, make_memory
+from aecg_fixtures import embedded_client, episode, events, make_memory
 from conftest import mock_client
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -479,19 +479,7 @@ def test_with_the_embedded_model_the_skill_grammar_turns_a_procedures_memory_int
     """SmolLM2-135M under the smoke preset's 96-token cap abstracts a `procedures`-like memory (twice
     supported, so its promotion is drafted by the third update): with the skill grammar the reply parses
     into a skill (version 1, without it, never did on `procedures`)."""
-    from aecg_bench.llm.cache import ResponseCache
-    from aecg_bench.llm.client import LLMClient
-    from aecg_bench.llm.spec import ModelSpec
-
-    spec = ModelSpec(
-        label="local",
-        model="aecg-local/smollm2-135m-instruct-q8_0",
-        native_tools=False,
-        grammar=True,
-        max_output_tokens=96,  # the smoke preset's cap
-        options={"n_ctx": 1024, "n_threads": 1},
-    )
-    client = LLMClient({"local": spec}, {"default": "local"}, ResponseCache(None, "off"))
+    client = embedded_client(grammar=True)
     mem = make_memory({"governance": False}, llm=client)
     talon = "Unlock the Talon terminal in the north wing (serial 3487). You work on the day shift team."
     for t in ("a", "b", "c"):

@@ -4,6 +4,7 @@ protocol makes them independent; a kill -9 mid-run resumes to the same records."
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -164,6 +166,23 @@ def test_a_workers_error_is_raised_where_its_item_is_committed():
     assert seen == [(0, 0), (1, 1), (2, 2)]  # in order; nothing after the failing one is committed
 
 
+def kill_when(proc: subprocess.Popen, root: Path, ready: Callable[[list[dict]], bool]) -> Path | None:
+    """SIGKILL the run's process group once the complete records in its samples.jsonl satisfy `ready`;
+    that file, or None if the run ended (or 300 s passed) first."""
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        found = list(root.rglob("samples.jsonl"))
+        if found and ready([json.loads(line) for line in found[0].read_text().split("\n")[:-1]]):
+            break
+        time.sleep(0.02)
+    else:
+        found = []
+    with contextlib.suppress(ProcessLookupError):  # a run that already ended has no group left
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return found[0] if found else None
+
+
 @pytest.mark.slow  # a CLI run killed with SIGKILL, then resumed
 def test_a_concurrent_run_killed_with_sigkill_resumes_to_the_same_records(tmp_path):
     args = [*SERVED, "memory=no_memory", "benchmark.params.size=16", "model.models.served.max_concurrency=4"]
@@ -176,16 +195,7 @@ def test_a_concurrent_run_killed_with_sigkill_resumes_to_the_same_records(tmp_pa
         )  # fmt: skip
         killed = tmp_path / "killed"
         proc = subprocess.Popen([*cli, f"runtime.results_root={killed}"], env=env, cwd=REPO, start_new_session=True)
-        samples = None
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            found = list(killed.rglob("samples.jsonl"))
-            if found and len(found[0].read_text().splitlines()) >= 5:
-                samples = found[0]
-                break
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        samples = kill_when(proc, killed, lambda records: len(records) >= 5)
         assert samples is not None, "the run never wrote five records"
         cut = len(samples.read_text().splitlines())
         assert cut < 16  # killed mid-run
@@ -217,18 +227,7 @@ def test_a_frozen_phase_killed_with_sigkill_resumes_to_the_sequential_records(tm
     proc = subprocess.Popen(
         [*cli, f"runtime.results_root={killed}", "runtime.concurrent_samples=4"], env=env, cwd=REPO, start_new_session=True
     )  # fmt: skip
-    samples, cut = None, []
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        found = list(killed.rglob("samples.jsonl"))
-        if found:
-            cut = [json.loads(line) for line in found[0].read_text().splitlines()]
-            if sum(r["phase"] == "eval" for r in cut) >= 1:
-                samples = found[0]
-                break
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    samples = kill_when(proc, killed, lambda records: any(r["phase"] == "eval" for r in records))
     assert samples is not None, "the run never reached its test phase before it ended"
     cut = [json.loads(line) for line in samples.read_text().splitlines()]
     assert 4 < len(cut) < 12  # killed in the frozen phase (4 build items, 8 test items)
